@@ -1,0 +1,49 @@
+#include "seqlab/core/gemm.hpp"
+
+#include <xtensor-blas/xblas.hpp>  // declares cblas_sgemm (xflens/cxxblas/drivers/cblas.h)
+
+namespace seqlab {
+
+void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
+          const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
+          std::size_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // BLAS would only scale C; do it explicitly so beta = 0 also clears NaNs.
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
+              static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
+}
+
+void gemm(const Tensor2& A, bool trans_a, const Tensor2& B, bool trans_b, Tensor2& C, float alpha,
+          float beta) {
+  const std::size_t M = trans_a ? A.shape()[1] : A.shape()[0];
+  const std::size_t K = trans_a ? A.shape()[0] : A.shape()[1];
+  const std::size_t Kb = trans_b ? B.shape()[1] : B.shape()[0];
+  const std::size_t N = trans_b ? B.shape()[0] : B.shape()[1];
+  if (K != Kb) {
+    throw ShapeError("gemm: inner extents differ: op(A) is " + shape_string(std::array<std::size_t, 2>{M, K}) +
+                     ", op(B) is " + shape_string(std::array<std::size_t, 2>{Kb, N}));
+  }
+  if (C.shape()[0] != M || C.shape()[1] != N) {
+    throw ShapeError("gemm: C must have shape " + shape_string(std::array<std::size_t, 2>{M, N}) +
+                     ", got " + shape_string(C.shape()));
+  }
+  gemm(trans_a, trans_b, M, N, K, alpha, A.data(), A.shape()[1], B.data(), B.shape()[1], beta,
+       C.data(), N);
+}
+
+void gemm_strided_batched(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K,
+                          float alpha, const float* A, std::size_t lda, std::size_t stride_a,
+                          const float* B, std::size_t ldb, std::size_t stride_b, float beta,
+                          float* C, std::size_t ldc, std::size_t stride_c, std::size_t batch) {
+  for (std::size_t b = 0; b < batch; ++b) {
+    gemm(trans_a, trans_b, M, N, K, alpha, A + b * stride_a, lda, B + b * stride_b, ldb, beta,
+         C + b * stride_c, ldc);
+  }
+}
+
+}  // namespace seqlab

@@ -1,0 +1,101 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "seqlab/core/gemm.hpp"
+#include "seqlab/core/rng.hpp"
+#include "seqlab/core/threads.hpp"
+
+using namespace seqlab;
+using Catch::Matchers::WithinAbs;
+
+TEST_CASE("gemm matches a naive product for every transpose combination", "[core][gemm]") {
+  Rng rng(7);
+  const std::size_t M = 5, N = 4, K = 3;
+  Tensor2 a({M, K}), b({K, N});
+  rng.fill_uniform(a, -1, 1);
+  rng.fill_uniform(b, -1, 1);
+  Tensor2 ref = xt::zeros<float>({M, N});
+  for (std::size_t i = 0; i < M; ++i)
+    for (std::size_t j = 0; j < N; ++j)
+      for (std::size_t k = 0; k < K; ++k) ref(i, j) += a(i, k) * b(k, j);
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Tensor2 A = ta ? Tensor2(xt::transpose(a)) : a;
+      Tensor2 B = tb ? Tensor2(xt::transpose(b)) : b;
+      Tensor2 C = xt::ones<float>({M, N});
+      gemm(A, ta, B, tb, C, 2.0f, 1.0f);  // C = 2 AB + 1
+      for (std::size_t i = 0; i < M; ++i)
+        for (std::size_t j = 0; j < N; ++j) CHECK_THAT(C(i, j), WithinAbs(2 * ref(i, j) + 1, 1e-5));
+    }
+  }
+  Tensor2 wrong({M + 1, N});
+  CHECK_THROWS_AS(gemm(a, false, b, false, wrong), ShapeError);
+}
+
+TEST_CASE("rng is reproducible and has the right moments", "[core][rng]") {
+  Rng a(42), b(42), c(43);
+  for (int i = 0; i < 100; ++i) REQUIRE(a.next_u64() == b.next_u64());
+  CHECK(Rng(42).next_u64() != c.next_u64());
+  // Pinned first value: any change of engine or seeding shows up here (portability promise).
+  CHECK(Rng(0).next_u64() == 0x99EC5F36CB75F2B4ULL);
+
+  Rng r(1);
+  const int n = 200000;
+  double s = 0, s2 = 0, su = 0;
+  for (int i = 0; i < n; ++i) {
+    const double z = r.normal();
+    s += z;
+    s2 += z * z;
+    const float u = r.uniform();
+    REQUIRE(u >= 0.0f);
+    REQUIRE(u < 1.0f);
+    su += u;
+  }
+  CHECK_THAT(s / n, WithinAbs(0.0, 0.01));
+  CHECK_THAT(s2 / n, WithinAbs(1.0, 0.01));
+  CHECK_THAT(su / n, WithinAbs(0.5, 0.005));
+
+  std::vector<int> counts(7, 0);
+  for (int i = 0; i < 70000; ++i) counts[r.uniform_int(7)]++;
+  for (int cnt : counts) CHECK(std::abs(cnt - 10000) < 400);
+  for (int i = 0; i < 1000; ++i) {
+    const auto v = r.uniform_int(-3, 3);
+    REQUIRE(v >= -3);
+    REQUIRE(v <= 3);
+  }
+  CHECK_THROWS(r.uniform_int(0));
+
+  std::vector<int> v(50);
+  std::iota(v.begin(), v.end(), 0);
+  auto w = v;
+  r.shuffle(w);
+  CHECK(w != v);
+  CHECK(std::set<int>(w.begin(), w.end()).size() == 50);
+}
+
+TEST_CASE("derive_seed separates streams", "[core][rng]") {
+  CHECK(derive_seed(1, 0) != derive_seed(1, 1));
+  CHECK(derive_seed(1, 0, 1) != derive_seed(1, 1, 0));
+  CHECK(derive_seed(1, 2, 3) == derive_seed(1, 2, 3));
+}
+
+TEST_CASE("rng state round-trips", "[core][rng]") {
+  Rng r(5);
+  r.normal();  // leaves a spare cached
+  const auto st = r.state();
+  const float x = r.normal(), y = r.normal();
+  r.set_state(st);
+  CHECK(r.normal() == x);
+  CHECK(r.normal() == y);
+}
+
+TEST_CASE("thread budget", "[core][threads]") {
+  set_num_threads(1);
+  CHECK(num_threads() == 1);
+  CHECK_THROWS_AS(set_num_threads(0), std::invalid_argument);
+  CHECK(hardware_threads() >= 1);
+  CHECK_FALSE(blas_config().empty());
+}
