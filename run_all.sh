@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# seqlab's entry point.
+#   ./run_all.sh            install missing Debian packages, build Release, run every experiment
+#                           (quick scale), merge, plot
+#   ./run_all.sh test       install, build, run the test suite (ctest)
+#   ./run_all.sh deps       only install what is missing
+#   ./run_all.sh build      install and build
+# Options (main job): --scale quick|paper (default quick), --jobs N (parallel cells, default: cores),
+#                     --force (recompute finished cells)
+# Environment: SEQLAB_BUILD_DIR (default build/release), PYTHON (default /usr/bin/python3).
+set -euo pipefail
+cd "$(dirname "$(readlink -f "$0")")"
+
+# The one list of Debian 12 packages seqlab needs (build, tests, plots).
+PACKAGES=(
+  cmake ninja-build g++ git
+  libopenblas-dev libxtensor-dev libxtensor-blas-dev libxsimd-dev
+  libboost-program-options-dev libbenchmark-dev catch2 nlohmann-json3-dev
+  python3 python3-numpy python3-matplotlib
+)
+EXPERIMENTS=(long_range_recall)
+
+BUILD_DIR=${SEQLAB_BUILD_DIR:-build/release}
+PYTHON=${PYTHON:-/usr/bin/python3}
+
+say() { printf '[run_all] %s\n' "$*" >&2; }
+die() { printf '[run_all] error: %s\n' "$*" >&2; exit "${2:-1}"; }
+
+install_deps() {
+  local missing=() p
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    say "all ${#PACKAGES[@]} Debian packages present"
+    return
+  fi
+  if [ "$(id -u)" -ne 0 ]; then
+    die "missing Debian packages: ${missing[*]}
+  run this script as root, or install them first:
+    sudo apt-get update && sudo apt-get install -y ${missing[*]}"
+  fi
+  say "installing missing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+build() {
+  say "configuring and building (Release) in $BUILD_DIR"
+  if [ "$BUILD_DIR" = build/release ]; then
+    cmake --preset release >/dev/null
+  else
+    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  fi
+  cmake --build "$BUILD_DIR" -j "$(nproc)"
+}
+
+run_tests() {
+  say "running the test suite"
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)"
+}
+
+run_experiment() {
+  local name=$1 scale=$2 jobs=$3 force=$4
+  local bin="$BUILD_DIR/experiments/$name" out="results/$name"
+  [ -x "$bin" ] || die "experiment binary $bin not built"
+  local n
+  n=$("$bin" --scale "$scale" --list-cells | wc -l)
+  say "$name: $n cells at scale '$scale', $jobs at a time (1 thread each)"
+  # One process per cell, as one Slurm array task would run it; finished cells are skipped.
+  seq 0 $((n - 1)) | xargs -P "$jobs" -I{} \
+    "$bin" --scale "$scale" --cell {} --threads 1 --out "$out" --quiet $force
+  "$bin" --scale "$scale" --merge --out "$out"
+  if [ -f "plots/plot_$name.py" ]; then
+    "$PYTHON" "plots/plot_$name.py" "$out"
+  fi
+}
+
+main_job() {
+  local scale=quick jobs force=""
+  jobs=$(nproc)
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --scale) scale=${2:?--scale needs quick or paper}; shift 2 ;;
+      --jobs) jobs=${2:?--jobs needs a number}; shift 2 ;;
+      --force) force=--force; shift ;;
+      *) die "unknown option '$1' (allowed: --scale quick|paper, --jobs N, --force)" 2 ;;
+    esac
+  done
+  case "$scale" in quick|paper) ;; *) die "--scale '$scale' is not allowed (quick or paper)" 2 ;; esac
+  [[ "$jobs" =~ ^[1-9][0-9]*$ ]] || die "--jobs '$jobs' must be a positive integer" 2
+  install_deps
+  build
+  local e
+  for e in "${EXPERIMENTS[@]}"; do run_experiment "$e" "$scale" "$jobs" "$force"; done
+  if [ -f plots/make_report.py ]; then "$PYTHON" plots/make_report.py results; fi
+  say "done: results in $(pwd)/results"
+}
+
+case "${1:-all}" in
+  test) install_deps; build; run_tests ;;
+  deps) install_deps ;;
+  build) install_deps; build ;;
+  all) shift || true; main_job "$@" ;;
+  --*) main_job "$@" ;;
+  -h|--help|help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' ;;
+  *) die "unknown command '$1' (allowed: test, deps, build, all, or options of the main job; see --help)" 2 ;;
+esac
