@@ -1,0 +1,57 @@
+#pragma once
+// Fully connected layer y = x Wᵀ + b, as torch.nn.Linear
+// (https://pytorch.org/docs/1.13/generated/torch.nn.Linear.html).
+//
+// Legend: N rows (usually B*T), B batch, T seq_len, in = in_features, out = out_features.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "seqlab/core/rng.hpp"
+#include "seqlab/core/tensor.hpp"
+#include "seqlab/nn/parameter.hpp"
+
+namespace seqlab {
+
+class Linear : public Module {
+ public:
+  /// Weight [out, in] and bias [out] both drawn from U(-1/sqrt(in), 1/sqrt(in)), weight first,
+  /// row-major (PyTorch's nn.Linear.reset_parameters: kaiming_uniform_(a=sqrt(5)) gives that bound).
+  /// With bias = false the `bias` member has shape [0] and is not listed by collect_parameters.
+  /// Throws std::invalid_argument if in_features or out_features is 0.
+  Linear(std::size_t in_features, std::size_t out_features, Rng& rng, bool bias = true);
+
+  /// x [N, in] -> y [N, out] = x Wᵀ + b (one GEMM with trans_b). Caches a copy of x.
+  /// Throws ShapeError if x is not [*, in] or if `weight`/`bias` were given a wrong shape.
+  Tensor2 forward(const Tensor2& x);
+  /// dy [N, out] -> dx [N, in] = dy W; adds weight.grad += dyᵀ x and bias.grad += Σ_rows dy.
+  /// Throws ShapeError if dy is not [N, out] for the N of the last forward, std::logic_error if
+  /// forward has not run.
+  Tensor2 backward(const Tensor2& dy);
+
+  /// x [B, T, in] -> y [B, T, out]: the 2-D form on the B*T rows.
+  Tensor3 forward(const Tensor3& x);
+  /// dy [B, T, out] -> dx [B, T, in]; B*T must equal the rows of the last forward.
+  Tensor3 backward(const Tensor3& dy);
+
+  void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+
+  std::size_t in_features() const { return in_; }
+  std::size_t out_features() const { return out_; }
+  bool has_bias() const { return has_bias_; }
+
+  Parameter weight;  // "weight" [out, in]
+  Parameter bias;    // "bias" [out] ([0] and unlisted when bias = false)
+
+ private:
+  void check_parameters() const;
+  void forward_rows(const float* x, std::size_t n, float* y) const;    // y[n, out]
+  void backward_rows(const float* dy, std::size_t n, float* dx);       // dx[n, in]
+
+  std::size_t in_, out_;
+  bool has_bias_;
+  Tensor2 x_;           // cache: input of the last forward, [N, in]
+  bool cached_ = false;
+};
+
+}  // namespace seqlab

@@ -1,0 +1,109 @@
+#include "seqlab/nn/activations.hpp"
+
+#include <cmath>
+
+namespace seqlab {
+namespace {
+
+template <std::size_t N>
+void check_same(const char* what, const xt::xtensor<float, N>& a, const xt::xtensor<float, N>& dy) {
+  if (a.shape() != dy.shape())
+    throw ShapeError(std::string(what) + ": dy has shape " + shape_string(dy.shape()) +
+                     ", expected the forward tensor's shape " + shape_string(a.shape()));
+}
+
+// y_i = f(x_i)
+template <std::size_t N, class F>
+xt::xtensor<float, N> map1(const xt::xtensor<float, N>& x, F f) {
+  xt::xtensor<float, N> y(x.shape());
+  const float* px = x.data();
+  float* py = y.data();
+  for (std::size_t i = 0, n = x.size(); i < n; ++i) py[i] = f(px[i]);
+  return y;
+}
+
+// dx_i = f(a_i, dy_i)
+template <std::size_t N, class F>
+xt::xtensor<float, N> map2(const char* what, const xt::xtensor<float, N>& a,
+                           const xt::xtensor<float, N>& dy, F f) {
+  check_same(what, a, dy);
+  xt::xtensor<float, N> dx(a.shape());
+  const float* pa = a.data();
+  const float* pd = dy.data();
+  float* out = dx.data();
+  for (std::size_t i = 0, n = a.size(); i < n; ++i) out[i] = f(pa[i], pd[i]);
+  return dx;
+}
+
+constexpr float kInvSqrt2 = 0.70710678118654752440f;
+constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+
+}  // namespace
+
+template <std::size_t N>
+xt::xtensor<float, N> relu(const xt::xtensor<float, N>& x) {
+  return map1(x, [](float v) { return v > 0.0f ? v : 0.0f; });
+}
+template <std::size_t N>
+xt::xtensor<float, N> relu_backward(const xt::xtensor<float, N>& x, const xt::xtensor<float, N>& dy) {
+  return map2("relu_backward", x, dy, [](float v, float d) { return v > 0.0f ? d : 0.0f; });
+}
+
+template <std::size_t N>
+xt::xtensor<float, N> gelu(const xt::xtensor<float, N>& x) {
+  // x Φ(x), Φ(x) = ½ erfc(-x/√2)
+  return map1(x, [](float v) { return 0.5f * v * std::erfc(-v * kInvSqrt2); });
+}
+template <std::size_t N>
+xt::xtensor<float, N> gelu_backward(const xt::xtensor<float, N>& x, const xt::xtensor<float, N>& dy) {
+  // d/dx x Φ(x) = Φ(x) + x φ(x)
+  return map2("gelu_backward", x, dy, [](float v, float d) {
+    const float cdf = 0.5f * std::erfc(-v * kInvSqrt2);
+    const float pdf = kInvSqrt2Pi * std::exp(-0.5f * v * v);
+    return d * (cdf + v * pdf);
+  });
+}
+
+template <std::size_t N>
+xt::xtensor<float, N> tanh_(const xt::xtensor<float, N>& x) {
+  return map1(x, [](float v) { return std::tanh(v); });
+}
+template <std::size_t N>
+xt::xtensor<float, N> tanh_backward(const xt::xtensor<float, N>& y, const xt::xtensor<float, N>& dy) {
+  return map2("tanh_backward", y, dy, [](float v, float d) { return d * (1.0f - v * v); });
+}
+
+template <std::size_t N>
+xt::xtensor<float, N> sigmoid(const xt::xtensor<float, N>& x) {
+  return map1(x, [](float v) {
+    if (v >= 0.0f) return 1.0f / (1.0f + std::exp(-v));
+    const float e = std::exp(v);
+    return e / (1.0f + e);
+  });
+}
+template <std::size_t N>
+xt::xtensor<float, N> sigmoid_backward(const xt::xtensor<float, N>& y,
+                                       const xt::xtensor<float, N>& dy) {
+  return map2("sigmoid_backward", y, dy, [](float v, float d) { return d * v * (1.0f - v); });
+}
+
+#define SEQLAB_INSTANTIATE_ACTIVATIONS(N)                                                     \
+  template xt::xtensor<float, N> relu<N>(const xt::xtensor<float, N>&);                       \
+  template xt::xtensor<float, N> relu_backward<N>(const xt::xtensor<float, N>&,               \
+                                                  const xt::xtensor<float, N>&);              \
+  template xt::xtensor<float, N> gelu<N>(const xt::xtensor<float, N>&);                       \
+  template xt::xtensor<float, N> gelu_backward<N>(const xt::xtensor<float, N>&,               \
+                                                  const xt::xtensor<float, N>&);              \
+  template xt::xtensor<float, N> tanh_<N>(const xt::xtensor<float, N>&);                      \
+  template xt::xtensor<float, N> tanh_backward<N>(const xt::xtensor<float, N>&,               \
+                                                  const xt::xtensor<float, N>&);              \
+  template xt::xtensor<float, N> sigmoid<N>(const xt::xtensor<float, N>&);                    \
+  template xt::xtensor<float, N> sigmoid_backward<N>(const xt::xtensor<float, N>&,            \
+                                                     const xt::xtensor<float, N>&);
+SEQLAB_INSTANTIATE_ACTIVATIONS(1)
+SEQLAB_INSTANTIATE_ACTIVATIONS(2)
+SEQLAB_INSTANTIATE_ACTIVATIONS(3)
+SEQLAB_INSTANTIATE_ACTIVATIONS(4)
+#undef SEQLAB_INSTANTIATE_ACTIVATIONS
+
+}  // namespace seqlab

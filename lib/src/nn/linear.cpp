@@ -1,0 +1,116 @@
+#include "seqlab/nn/linear.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "seqlab/core/gemm.hpp"
+
+namespace seqlab {
+
+Linear::Linear(std::size_t in_features, std::size_t out_features, Rng& rng, bool bias_)
+    : weight("weight", {out_features, in_features}),
+      bias("bias", {bias_ ? out_features : std::size_t{0}}),
+      in_(in_features),
+      out_(out_features),
+      has_bias_(bias_) {
+  if (in_features == 0) throw std::invalid_argument("Linear: in_features = 0; must be >= 1");
+  if (out_features == 0) throw std::invalid_argument("Linear: out_features = 0; must be >= 1");
+  const float bound = 1.0f / std::sqrt(static_cast<float>(in_features));
+  rng.fill_uniform(weight.value, -bound, bound);
+  if (has_bias_) rng.fill_uniform(bias.value, -bound, bound);
+}
+
+void Linear::collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) {
+  out.push_back({prefix + weight.name, &weight});
+  if (has_bias_) out.push_back({prefix + bias.name, &bias});
+}
+
+void Linear::check_parameters() const {
+  const std::vector<std::size_t> ws{out_, in_};
+  const std::vector<std::size_t> bs{has_bias_ ? out_ : 0};
+  const auto same = [](const auto& shape, const std::vector<std::size_t>& want) {
+    return std::equal(shape.begin(), shape.end(), want.begin(), want.end());
+  };
+  if (!same(weight.value.shape(), ws) || !same(weight.grad.shape(), ws))
+    throw ShapeError("Linear.weight: expected shape " + shape_string(ws) + ", got value " +
+                     shape_string(weight.value.shape()) + ", grad " + shape_string(weight.grad.shape()));
+  if (!same(bias.value.shape(), bs) || !same(bias.grad.shape(), bs))
+    throw ShapeError("Linear.bias: expected shape " + shape_string(bs) + ", got value " +
+                     shape_string(bias.value.shape()) + ", grad " + shape_string(bias.grad.shape()));
+}
+
+// y[n, out] = x[n, in] · Wᵀ (+ b broadcast over rows).
+void Linear::forward_rows(const float* x, std::size_t n, float* y) const {
+  float beta = 0.0f;
+  if (has_bias_) {
+    for (std::size_t i = 0; i < n; ++i) std::copy_n(bias.value.data(), out_, y + i * out_);
+    beta = 1.0f;
+  }
+  gemm(false, true, n, out_, in_, 1.0f, x, in_, weight.value.data(), in_, beta, y, out_);
+}
+
+// Reverse of forward_rows, with x the cached input.
+void Linear::backward_rows(const float* dy, std::size_t n, float* dx) {
+  // y = x Wᵀ  ->  dx[n, in] = dy[n, out] · W[out, in]
+  gemm(false, false, n, in_, out_, 1.0f, dy, out_, weight.value.data(), in_, 0.0f, dx, in_);
+  // y = x Wᵀ  ->  dW[out, in] += dyᵀ[out, n] · x[n, in]
+  gemm(true, false, out_, in_, n, 1.0f, dy, out_, x_.data(), in_, 1.0f, weight.grad.data(), in_);
+  // y = ... + b  ->  db[out] += Σ_rows dy
+  if (has_bias_) {
+    float* db = bias.grad.data();
+    for (std::size_t j = 0; j < out_; ++j) {
+      double s = 0.0;
+      for (std::size_t i = 0; i < n; ++i) s += dy[i * out_ + j];
+      db[j] += static_cast<float>(s);
+    }
+  }
+}
+
+Tensor2 Linear::forward(const Tensor2& x) {
+  check_shape("Linear.forward: x", x, {-1, static_cast<long>(in_)});
+  check_parameters();
+  const std::size_t n = x.shape()[0];
+  x_ = x;
+  cached_ = true;
+  Tensor2 y({n, out_});
+  forward_rows(x_.data(), n, y.data());
+  return y;
+}
+
+Tensor2 Linear::backward(const Tensor2& dy) {
+  if (!cached_) throw std::logic_error("Linear.backward: called before forward");
+  const std::size_t n = x_.shape()[0];
+  check_shape("Linear.backward: dy", dy, {static_cast<long>(n), static_cast<long>(out_)});
+  check_parameters();
+  Tensor2 dx({n, in_});
+  backward_rows(dy.data(), n, dx.data());
+  return dx;
+}
+
+Tensor3 Linear::forward(const Tensor3& x) {
+  check_shape("Linear.forward: x", x, {-1, -1, static_cast<long>(in_)});
+  check_parameters();
+  const std::size_t b = x.shape()[0], t = x.shape()[1], n = b * t;
+  x_.resize({n, in_});
+  std::copy_n(x.data(), n * in_, x_.data());
+  cached_ = true;
+  Tensor3 y({b, t, out_});
+  forward_rows(x_.data(), n, y.data());
+  return y;
+}
+
+Tensor3 Linear::backward(const Tensor3& dy) {
+  if (!cached_) throw std::logic_error("Linear.backward: called before forward");
+  check_shape("Linear.backward: dy", dy, {-1, -1, static_cast<long>(out_)});
+  const std::size_t b = dy.shape()[0], t = dy.shape()[1], n = x_.shape()[0];
+  if (b * t != n)
+    throw ShapeError("Linear.backward: dy " + shape_string(dy.shape()) + " has " +
+                     std::to_string(b * t) + " rows; the last forward had " + std::to_string(n));
+  check_parameters();
+  Tensor3 dx({b, t, in_});
+  backward_rows(dy.data(), n, dx.data());
+  return dx;
+}
+
+}  // namespace seqlab

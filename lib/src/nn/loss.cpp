@@ -1,0 +1,162 @@
+#include "seqlab/nn/loss.hpp"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace seqlab {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Row max m and s = Σ exp(x - m) (in double) of x[0, c). m = -inf for an empty or all -inf row
+// (then s = 0); a NaN entry makes s NaN.
+struct RowStats {
+  float max;
+  double sum;
+};
+
+RowStats row_stats(const float* x, std::size_t c) {
+  float m = kNegInf;
+  bool nan = false;
+  for (std::size_t j = 0; j < c; ++j) {
+    if (x[j] > m) m = x[j];
+    if (std::isnan(x[j])) nan = true;
+  }
+  if (nan) return {m, std::numeric_limits<double>::quiet_NaN()};
+  if (m == kNegInf) return {m, 0.0};
+  double s = 0.0;
+  for (std::size_t j = 0; j < c; ++j) s += std::exp(static_cast<double>(x[j] - m));
+  return {m, s};
+}
+
+void check_same(const char* what, const Tensor2& y, const Tensor2& dy) {
+  if (y.shape() != dy.shape())
+    throw ShapeError(std::string(what) + ": dy has shape " + shape_string(dy.shape()) +
+                     ", expected the forward output's shape " + shape_string(y.shape()));
+}
+
+// p_ij = exp(x_ij - m) / s; zeros for a row of all -inf.
+void softmax_row(const float* x, std::size_t c, float* p, RowStats st) {
+  if (st.max == kNegInf && !std::isnan(st.sum)) {
+    for (std::size_t j = 0; j < c; ++j) p[j] = 0.0f;
+    return;
+  }
+  const double inv = 1.0 / st.sum;
+  for (std::size_t j = 0; j < c; ++j)
+    p[j] = static_cast<float>(std::exp(static_cast<double>(x[j] - st.max)) * inv);
+}
+
+}  // namespace
+
+Tensor2 softmax(const Tensor2& logits) {
+  const std::size_t n = logits.shape()[0], c = logits.shape()[1];
+  Tensor2 p({n, c});
+  for (std::size_t i = 0; i < n; ++i) {
+    const float* x = logits.data() + i * c;
+    softmax_row(x, c, p.data() + i * c, row_stats(x, c));
+  }
+  return p;
+}
+
+Tensor2 softmax_backward(const Tensor2& y, const Tensor2& dy) {
+  check_same("softmax_backward", y, dy);
+  const std::size_t n = y.shape()[0], c = y.shape()[1];
+  Tensor2 dx({n, c});
+  for (std::size_t i = 0; i < n; ++i) {
+    const float* py = y.data() + i * c;
+    const float* pd = dy.data() + i * c;
+    double dot = 0.0;  // Σ_j dy_j y_j
+    for (std::size_t j = 0; j < c; ++j) dot += static_cast<double>(pd[j]) * py[j];
+    float* out = dx.data() + i * c;
+    for (std::size_t j = 0; j < c; ++j) out[j] = static_cast<float>(py[j] * (pd[j] - dot));
+  }
+  return dx;
+}
+
+Tensor2 log_softmax(const Tensor2& logits) {
+  const std::size_t n = logits.shape()[0], c = logits.shape()[1];
+  Tensor2 out({n, c});
+  for (std::size_t i = 0; i < n; ++i) {
+    const float* x = logits.data() + i * c;
+    float* o = out.data() + i * c;
+    const RowStats st = row_stats(x, c);
+    if (st.max == kNegInf && !std::isnan(st.sum)) {
+      for (std::size_t j = 0; j < c; ++j) o[j] = kNegInf;
+      continue;
+    }
+    const float log_s = static_cast<float>(std::log(st.sum));
+    for (std::size_t j = 0; j < c; ++j) o[j] = (x[j] - st.max) - log_s;  // x - m - log Σ exp(x - m)
+  }
+  return out;
+}
+
+Tensor2 log_softmax_backward(const Tensor2& y, const Tensor2& dy) {
+  check_same("log_softmax_backward", y, dy);
+  const std::size_t n = y.shape()[0], c = y.shape()[1];
+  Tensor2 dx({n, c});
+  for (std::size_t i = 0; i < n; ++i) {
+    const float* py = y.data() + i * c;
+    const float* pd = dy.data() + i * c;
+    double sum = 0.0;  // Σ_j dy_j
+    for (std::size_t j = 0; j < c; ++j) sum += pd[j];
+    float* out = dx.data() + i * c;
+    for (std::size_t j = 0; j < c; ++j)
+      out[j] = static_cast<float>(pd[j] - std::exp(static_cast<double>(py[j])) * sum);
+  }
+  return dx;
+}
+
+CrossEntropyLoss::CrossEntropyLoss(std::int32_t ignore_index) : ignore_index_(ignore_index) {}
+
+float CrossEntropyLoss::forward(const Tensor2& logits, const IndexTensor1& targets) {
+  const std::size_t n = logits.shape()[0], c = logits.shape()[1];
+  check_shape("CrossEntropyLoss.forward: targets", targets, {static_cast<long>(n)});
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t t = targets(i);
+    if (t == ignore_index_) continue;
+    if (t < 0 || static_cast<std::size_t>(t) >= c)
+      throw std::out_of_range("CrossEntropyLoss.forward: target " + std::to_string(t) + " at row " +
+                              std::to_string(i) + " is outside [0, " + std::to_string(c) +
+                              ") and is not ignore_index (" + std::to_string(ignore_index_) + ")");
+  }
+  targets_ = targets;
+  probs_.resize({n, c});
+  row_loss_ = xt::zeros<float>({n});
+  count_ = 0;
+  double total = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float* x = logits.data() + i * c;
+    const RowStats st = row_stats(x, c);
+    softmax_row(x, c, probs_.data() + i * c, st);
+    const std::int32_t t = targets_(i);
+    if (t == ignore_index_) continue;
+    // -log_softmax(x)[t] = m + log Σ exp(x - m) - x_t
+    const double l = (static_cast<double>(st.max) - x[t]) + std::log(st.sum);
+    row_loss_(i) = static_cast<float>(l);
+    total += l;
+    ++count_;
+  }
+  cached_ = true;
+  return count_ == 0 ? 0.0f : static_cast<float>(total / static_cast<double>(count_));
+}
+
+Tensor2 CrossEntropyLoss::backward() const {
+  if (!cached_) throw std::logic_error("CrossEntropyLoss.backward: called before forward");
+  const std::size_t n = probs_.shape()[0], c = probs_.shape()[1];
+  Tensor2 d = xt::zeros<float>({n, c});
+  if (count_ == 0) return d;
+  const float inv = 1.0f / static_cast<float>(count_);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t t = targets_(i);
+    if (t == ignore_index_) continue;  // ignored rows stay exactly 0
+    const float* p = probs_.data() + i * c;
+    float* o = d.data() + i * c;
+    for (std::size_t j = 0; j < c; ++j) o[j] = p[j] * inv;  // (softmax - onehot) / n
+    o[t] -= inv;
+  }
+  return d;
+}
+
+}  // namespace seqlab

@@ -1,0 +1,209 @@
+// Linear: init, finite-difference gradients, PyTorch parity (tests/golden/linear.json), errors.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "fixtures.hpp"
+#include "gradcheck.hpp"
+#include "seqlab/nn/linear.hpp"
+
+using namespace seqlab;
+using seqlab::test::check_gradients;
+using seqlab::test::compare_close;
+using seqlab::test::Fixture;
+using seqlab::test::Probe;
+
+namespace {
+// float32 results against float64 PyTorch references: |a - e| <= atol + rtol |e|.
+constexpr double kFwdRtol = 1e-5, kFwdAtol = 1e-6;  // forward
+constexpr double kBwdRtol = 1e-4, kBwdAtol = 1e-5;  // backward
+
+template <class T>
+std::vector<float> flat(const T& t) {
+  return std::vector<float>(t.begin(), t.end());
+}
+template <class T>
+void copy_into(const std::vector<float>& v, T& t) {
+  REQUIRE(v.size() == t.size());
+  std::copy(v.begin(), v.end(), t.begin());
+}
+}  // namespace
+
+TEST_CASE("Linear init is U of plus minus 1 over sqrt in and reproducible", "[nn][linear]") {
+  Rng rng(3);
+  Linear lin(64, 48, rng);
+  REQUIRE(lin.weight.value.shape() == std::vector<std::size_t>{48, 64});
+  REQUIRE(lin.bias.value.shape() == std::vector<std::size_t>{48});
+  const double bound = 1.0 / 8.0;
+  double s = 0, s2 = 0, mx = 0;
+  for (float w : lin.weight.value) {
+    REQUIRE(std::abs(w) <= bound);
+    s += w;
+    s2 += double(w) * w;
+    mx = std::max(mx, double(std::abs(w)));
+  }
+  const double n = lin.weight.value.size();
+  CHECK(std::abs(s / n) < 0.005);
+  CHECK(std::abs(s2 / n - bound * bound / 3) < 0.1 * bound * bound / 3);  // variance of U(-b, b)
+  CHECK(mx > 0.95 * bound);
+  for (float b : lin.bias.value) REQUIRE(std::abs(b) <= bound);
+  CHECK(xt::amax(xt::abs(lin.bias.value))() > 0.5 * bound);
+  for (float g : lin.weight.grad) REQUIRE(g == 0.0f);
+
+  Rng again(3);
+  Linear lin2(64, 48, again);
+  CHECK((lin2.weight.value == lin.weight.value));
+  CHECK((lin2.bias.value == lin.bias.value));
+}
+
+TEST_CASE("Linear lists weight and bias under state_dict keys", "[nn][linear]") {
+  Rng rng(1);
+  Linear lin(4, 3, rng);
+  auto np = lin.named_parameters("fc.");
+  REQUIRE(np.size() == 2);
+  CHECK(np[0].key == "fc.weight");
+  CHECK(np[1].key == "fc.bias");
+  CHECK(lin.num_parameters() == 15);
+
+  Linear nb(4, 3, rng, false);
+  auto np2 = nb.named_parameters();
+  REQUIRE(np2.size() == 1);
+  CHECK(np2[0].key == "weight");
+  CHECK(nb.num_parameters() == 12);
+  CHECK_FALSE(nb.has_bias());
+}
+
+TEST_CASE("Linear 2-D gradients match finite differences", "[nn][linear][gradcheck]") {
+  Rng rng(11);
+  Linear lin(5, 4, rng);
+  Tensor2 x({6, 5});
+  rng.fill_uniform(x, -1, 1);
+  Tensor2 dx = xt::zeros<float>({6, 5});
+  auto forward = [&] { return flat(lin.forward(x)); };
+  auto backward = [&](const std::vector<float>& w) {
+    lin.zero_grad();
+    lin.forward(x);
+    Tensor2 dy({6, 4});
+    copy_into(w, dy);
+    const Tensor2 g = lin.backward(dy);
+    std::copy(g.begin(), g.end(), dx.begin());
+  };
+  const auto res = check_gradients(
+      forward, backward,
+      {Probe{"x", x.data(), dx.data(), x.size()},
+       Probe{"weight", lin.weight.value.data(), lin.weight.grad.data(), lin.weight.size()},
+       Probe{"bias", lin.bias.value.data(), lin.bias.grad.data(), lin.bias.size()}});
+  INFO("worst: " << res.worst << "\n" << res.report);
+  REQUIRE(res.ok);
+  CHECK(res.checked == 30 + 20 + 4);
+}
+
+TEST_CASE("Linear 3-D gradients match finite differences with and without bias", "[nn][linear][gradcheck]") {
+  for (bool with_bias : {true, false}) {
+    INFO("bias = " << with_bias);
+    Rng rng(12);
+    Linear lin(3, 4, rng, with_bias);
+    Tensor3 x({2, 3, 3});
+    rng.fill_uniform(x, -1, 1);
+    Tensor3 dx = xt::zeros<float>({2, 3, 3});
+    auto forward = [&] { return flat(lin.forward(x)); };
+    auto backward = [&](const std::vector<float>& w) {
+      lin.zero_grad();
+      lin.forward(x);
+      Tensor3 dy({2, 3, 4});
+      copy_into(w, dy);
+      const Tensor3 g = lin.backward(dy);
+      std::copy(g.begin(), g.end(), dx.begin());
+    };
+    std::vector<Probe> probes{Probe{"x", x.data(), dx.data(), x.size()},
+                              Probe{"weight", lin.weight.value.data(), lin.weight.grad.data(),
+                                    lin.weight.size()}};
+    if (with_bias) probes.push_back({"bias", lin.bias.value.data(), lin.bias.grad.data(), 4});
+    const auto res = check_gradients(forward, backward, probes);
+    INFO("worst: " << res.worst << "\n" << res.report);
+    REQUIRE(res.ok);
+  }
+}
+
+TEST_CASE("Linear backward adds into the parameter gradients", "[nn][linear]") {
+  Rng rng(5);
+  Linear lin(3, 2, rng);
+  Tensor2 x({4, 3}), dy({4, 2});
+  rng.fill_uniform(x, -1, 1);
+  rng.fill_uniform(dy, -1, 1);
+  lin.forward(x);
+  lin.backward(dy);
+  const xt::xarray<float> gw1 = lin.weight.grad, gb1 = lin.bias.grad;
+  lin.forward(x);
+  lin.backward(dy);
+  CHECK(xt::allclose(lin.weight.grad, 2.0f * gw1, 1e-6, 1e-7));
+  CHECK(xt::allclose(lin.bias.grad, 2.0f * gb1, 1e-6, 1e-7));
+  CHECK(xt::amax(xt::abs(gw1))() > 0.0f);
+}
+
+TEST_CASE("Linear matches PyTorch nn.Linear", "[nn][linear][golden]") {
+  const Fixture fx("linear.json");
+  Rng rng(0);
+  Linear lin(5, 4, rng);
+  lin.weight.value = fx.tensor("weight");
+  lin.bias.value = fx.tensor("bias");
+  const Tensor3 x = fx.tensor("x");   // [2, 3, 5]
+  const Tensor3 dy = fx.tensor("dy");  // [2, 3, 4]
+
+  SECTION("3-D input") {
+    const Tensor3 y = lin.forward(x);
+    std::string msg = compare_close(y, fx.tensor_f64("y"), kFwdRtol, kFwdAtol);
+    INFO("y: " << msg);
+    REQUIRE(msg.empty());
+    const Tensor3 dx = lin.backward(dy);
+    msg = compare_close(dx, fx.tensor_f64("x.grad"), kBwdRtol, kBwdAtol);
+    INFO("x.grad: " << msg);
+    REQUIRE(msg.empty());
+  }
+  SECTION("2-D input on the flattened rows") {
+    const Tensor2 x2 = xt::reshape_view(x, {6, 5});
+    const Tensor2 dy2 = xt::reshape_view(dy, {6, 4});
+    const Tensor2 y = lin.forward(x2);
+    xt::xarray<double> y_ref = fx.tensor_f64("y");
+    y_ref.reshape({6, 4});
+    std::string msg = compare_close(y, y_ref, kFwdRtol, kFwdAtol);
+    INFO("y: " << msg);
+    REQUIRE(msg.empty());
+    const Tensor2 dx = lin.backward(dy2);
+    xt::xarray<double> dx_ref = fx.tensor_f64("x.grad");
+    dx_ref.reshape({6, 5});
+    msg = compare_close(dx, dx_ref, kBwdRtol, kBwdAtol);
+    INFO("x.grad: " << msg);
+    REQUIRE(msg.empty());
+  }
+  std::string msg = compare_close(lin.weight.grad, fx.tensor_f64("weight.grad"), kBwdRtol, kBwdAtol);
+  INFO("weight.grad: " << msg);
+  REQUIRE(msg.empty());
+  msg = compare_close(lin.bias.grad, fx.tensor_f64("bias.grad"), kBwdRtol, kBwdAtol);
+  INFO("bias.grad: " << msg);
+  REQUIRE(msg.empty());
+}
+
+TEST_CASE("Linear rejects wrong shapes and bad arguments", "[nn][linear][errors]") {
+  Rng rng(2);
+  Linear lin(5, 4, rng);
+  CHECK_THROWS_AS(lin.backward(Tensor2(xt::zeros<float>({3, 4}))), std::logic_error);
+  CHECK_THROWS_AS(lin.forward(Tensor2(xt::zeros<float>({3, 4}))), ShapeError);
+  CHECK_THROWS_WITH(lin.forward(Tensor2(xt::zeros<float>({3, 4}))),
+                    Catch::Matchers::Contains("Linear.forward: x") && Catch::Matchers::Contains("[3, 4]"));
+  CHECK_THROWS_AS(lin.forward(Tensor3(xt::zeros<float>({2, 3, 6}))), ShapeError);
+
+  lin.forward(Tensor2(xt::zeros<float>({3, 5})));
+  CHECK_THROWS_AS(lin.backward(Tensor2(xt::zeros<float>({3, 5}))), ShapeError);  // width
+  CHECK_THROWS_AS(lin.backward(Tensor2(xt::zeros<float>({2, 4}))), ShapeError);  // rows
+  CHECK_THROWS_AS(lin.backward(Tensor3(xt::zeros<float>({2, 2, 4}))), ShapeError);  // B*T != 3
+  CHECK_NOTHROW(lin.backward(Tensor3(xt::zeros<float>({1, 3, 4}))));
+
+  lin.weight.value = xt::zeros<float>({5, 4});  // transposed by mistake
+  CHECK_THROWS_AS(lin.forward(Tensor2(xt::zeros<float>({3, 5}))), ShapeError);
+
+  CHECK_THROWS_AS(Linear(0, 4, rng), std::invalid_argument);
+  CHECK_THROWS_AS(Linear(4, 0, rng), std::invalid_argument);
+}
