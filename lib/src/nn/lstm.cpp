@@ -5,63 +5,23 @@
 #include <stdexcept>
 #include <utility>
 
-#include <xsimd/xsimd.hpp>
-
 #include "seqlab/core/gemm.hpp"
+#include "recurrent_common.hpp"
 
 namespace seqlab {
 
-namespace {
-
-inline float sigmoid1(float z) { return 1.0f / (1.0f + std::exp(-z)); }
-
-// Element-wise gate activations, vectorised with xsimd (already a dependency through xtensor);
-// the scalar libm calls were about a fifth of an LSTM step. xsimd's exp and tanh are accurate to
-// a few ulp in float. Scalar tails and a scalar fallback when xsimd has no SIMD architecture.
-#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
-using FBatch = xsimd::batch<float>;
-constexpr std::size_t kLanes = FBatch::size;
-#endif
-
-/// p[j] = σ(p[j]) = 1 / (1 + exp(-p[j])) for j < n.
-void sigmoid_inplace(float* p, std::size_t n) {
-  std::size_t j = 0;
-#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
-  const FBatch one(1.0f);
-  for (; j + kLanes <= n; j += kLanes) {
-    const FBatch z = FBatch::load_unaligned(p + j);
-    (one / (one + xsimd::exp(-z))).store_unaligned(p + j);
-  }
-#endif
-  for (; j < n; ++j) p[j] = sigmoid1(p[j]);
-}
-
-/// dst[j] = tanh(src[j]) for j < n (dst may equal src).
-void tanh_to(const float* src, float* dst, std::size_t n) {
-  std::size_t j = 0;
-#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
-  for (; j + kLanes <= n; j += kLanes) xsimd::tanh(FBatch::load_unaligned(src + j)).store_unaligned(dst + j);
-#endif
-  for (; j < n; ++j) dst[j] = std::tanh(src[j]);
-}
-
-std::vector<std::size_t> shape2(std::size_t a, std::size_t b) { return {a, b}; }
-
-/// Copies a [B, T, W] batch-first block into a [T, B, W] time-major one (or back, with B and T
-/// swapped): dst[t, b, :] = src[b, t, :].
-void swap_leading_axes(const float* src, float* dst, std::size_t B, std::size_t T, std::size_t W) {
-  for (std::size_t b = 0; b < B; ++b)
-    for (std::size_t t = 0; t < T; ++t)
-      std::memcpy(dst + (t * B + b) * W, src + (b * T + t) * W, W * sizeof(float));
-}
-
-}  // namespace
+using detail::check_recurrent_sizes;
+using detail::column_sums;
+using detail::fill_rows;
+using detail::shape2;
+using detail::sigmoid_inplace;
+using detail::squared_norm;
+using detail::swap_leading_axes;
+using detail::tanh_to;
 
 LSTM::LSTM(std::size_t input_size, std::size_t hidden_size, std::size_t num_layers, Rng& rng)
     : input_size_(input_size), hidden_size_(hidden_size), num_layers_(num_layers) {
-  if (input_size == 0) throw std::invalid_argument("LSTM: input_size is 0; it must be >= 1");
-  if (hidden_size == 0) throw std::invalid_argument("LSTM: hidden_size is 0; it must be >= 1");
-  if (num_layers == 0) throw std::invalid_argument("LSTM: num_layers is 0; it must be >= 1");
+  check_recurrent_sizes("LSTM", input_size, hidden_size, num_layers);
   const std::size_t H = hidden_size, G = 4 * H;
   const float bound = 1.0f / std::sqrt(static_cast<float>(H));
   layers_.reserve(num_layers);  // never resized afterwards: NamedParameter pointers stay valid
@@ -150,7 +110,7 @@ Tensor3 LSTM::forward(const Tensor3& x, const LSTMState* state0) {
     const float* bhh = l.bias_hh.value.data();
     float* bsum = bias_sum_.data();
     for (std::size_t j = 0; j < G; ++j) bsum[j] = bih[j] + bhh[j];
-    for (std::size_t r = 0; r < T * B; ++r) std::memcpy(gates + r * G, bsum, G * sizeof(float));
+    fill_rows(gates, T * B, bsum, G);
     gemm(false, true, T * B, G, in_k, 1.0f, layer_input(k), in_k, l.weight_ih.value.data(), in_k, 1.0f,
          gates, G);
 
@@ -251,9 +211,7 @@ Tensor3 LSTM::backward(const Tensor3& dy, const LSTMState* dfinal) {
 
     for (std::size_t t = T; t-- > 0;) {
       float* dht = dh + t * BH;  // total dL/dh_t (complete now: step t+1 has added its part)
-      double sq = 0.0;
-      for (std::size_t e = 0; e < BH; ++e) sq += static_cast<double>(dht[e]) * dht[e];
-      grad_norms_(kk, t) = static_cast<float>(std::sqrt(sq));
+      grad_norms_(kk, t) = static_cast<float>(std::sqrt(squared_norm(dht, BH)));
 
       const float* gt = gates + t * BG;
       float* dgt = dg + t * BG;
@@ -294,11 +252,7 @@ Tensor3 LSTM::backward(const Tensor3& dy, const LSTMState* dfinal) {
     gemm(true, false, G, H, N, 1.0f, dg, G, c.hs.data(), H, 1.0f, l.weight_hh.grad.data(), H);
     gemm(true, false, G, in_k, N, 1.0f, dg, G, layer_input(kk), in_k, 1.0f, l.weight_ih.grad.data(),
          in_k);
-    std::fill(dbias.begin(), dbias.end(), 0.0f);
-    for (std::size_t r = 0; r < N; ++r) {
-      const float* row = dg + r * G;
-      for (std::size_t j = 0; j < G; ++j) dbias[j] += row[j];
-    }
+    column_sums(dg, N, G, dbias.data());
     float* gbih = l.bias_ih.grad.data();
     float* gbhh = l.bias_hh.grad.data();
     for (std::size_t j = 0; j < G; ++j) {

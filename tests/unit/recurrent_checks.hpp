@@ -1,0 +1,303 @@
+#pragma once
+// Checks shared by test_nn_rnn.cpp and test_nn_gru.cpp: both layers have the same API (state is one
+// tensor [L, B, H]), so each check is a template over the layer type M (seqlab::RNN or seqlab::GRU).
+// A factory `make(input_size, hidden_size, num_layers, rng)` builds fresh layers of the same kind.
+//
+// Legend: B batch, T seq_len, D input_size, H hidden_size, L num_layers, G rows per gate block
+// (H for the RNN, 3H for the GRU).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <xtensor/xview.hpp>
+
+#include "fixtures.hpp"
+#include "gradcheck.hpp"
+#include "seqlab/core/rng.hpp"
+#include "seqlab/core/tensor.hpp"
+
+namespace seqlab::test {
+
+inline Tensor3 random3(std::size_t a, std::size_t b, std::size_t c, Rng& rng, float sd = 1.0f) {
+  Tensor3 t({a, b, c});
+  rng.fill_normal(t, 0.0f, sd);
+  return t;
+}
+
+inline double frobenius(const xt::xarray<float>& a) {
+  double s = 0.0;
+  for (float v : a) s += static_cast<double>(v) * v;
+  return std::sqrt(s);
+}
+
+/// x[:, t0:t1, :]
+inline Tensor3 time_slice(const Tensor3& x, std::size_t t0, std::size_t t1) {
+  return Tensor3(xt::view(x, xt::all(), xt::range(t0, t1), xt::all()));
+}
+
+/// Layer k of a state [L, B, H] as a one-layer state [1, B, H].
+inline Tensor3 layer_state(const Tensor3& s, std::size_t k) {
+  Tensor3 out({1, s.shape()[1], s.shape()[2]});
+  xt::view(out, 0) = xt::view(s, k);
+  return out;
+}
+
+/// Copies layer `from_k` of `src` into layer `to_k` of `dst` (same sizes).
+template <class M>
+void copy_layer(M& src, std::size_t from_k, M& dst, std::size_t to_k) {
+  dst.weight_ih(to_k).value = src.weight_ih(from_k).value;
+  dst.weight_hh(to_k).value = src.weight_hh(from_k).value;
+  dst.bias_ih(to_k).value = src.bias_ih(from_k).value;
+  dst.bias_hh(to_k).value = src.bias_hh(from_k).value;
+}
+
+/// state_dict keys and shapes of a 2-layer model with input D, hidden H and G = gates·H rows,
+/// U(-1/sqrt(H), 1/sqrt(H)) init spread over the range, zero grads, same seed same values.
+template <class M, class Make>
+void check_parameter_layout(const Make& make, std::size_t gates) {
+  Rng rng(11);
+  const std::size_t D = 3, H = 5, G = gates * H;
+  M m = make(D, H, 2, rng);
+  CHECK(m.input_size() == D);
+  CHECK(m.hidden_size() == H);
+  CHECK(m.num_layers() == 2);
+  // torch.nn.{RNN,GRU}(3, 5, num_layers=2).state_dict(): key -> shape
+  const std::vector<std::pair<std::string, std::vector<std::size_t>>> expected = {
+      {"rnn.weight_ih_l0", {G, D}}, {"rnn.weight_hh_l0", {G, H}}, {"rnn.bias_ih_l0", {G}},
+      {"rnn.bias_hh_l0", {G}},      {"rnn.weight_ih_l1", {G, H}}, {"rnn.weight_hh_l1", {G, H}},
+      {"rnn.bias_ih_l1", {G}},      {"rnn.bias_hh_l1", {G}}};
+  const auto named = m.named_parameters("rnn.");
+  REQUIRE(named.size() == expected.size());
+  for (std::size_t i = 0; i < named.size(); ++i) {
+    INFO("parameter " << i << ": " << named[i].key);
+    CHECK(named[i].key == expected[i].first);
+    const std::vector<std::size_t> shape(named[i].param->value.shape().begin(),
+                                         named[i].param->value.shape().end());
+    CHECK(shape == expected[i].second);
+    CHECK(named[i].param->grad.shape() == named[i].param->value.shape());
+  }
+  CHECK(m.num_parameters() == G * (D + H + 2) + G * (H + H + 2));
+
+  const float bound = 1.0f / std::sqrt(static_cast<float>(H));
+  for (const auto& np : named) {
+    INFO(np.key);
+    float lo = 1e9f, hi = -1e9f;
+    for (float v : np.param->value) {
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    CHECK(lo >= -bound);
+    CHECK(hi <= bound);
+    CHECK(hi - lo > 0.6f * bound);  // >= 5 draws from a width-2·bound range
+    for (float g : np.param->grad) REQUIRE(g == 0.0f);
+  }
+  Rng rng2(11);
+  M again = make(D, H, 2, rng2);
+  CHECK(bool(again.weight_hh(1).value == m.weight_hh(1).value));
+  CHECK_THROWS_AS(m.weight_ih(2), std::out_of_range);
+}
+
+/// Finite differences on x, h0 and every parameter of `m`, with the loss on out and h_n.
+/// `on_forward` (optional) runs after every forward of the check (e.g. to watch relu kinks).
+template <class M>
+GradCheckResult gradcheck_all(M& m, Tensor3& x, Tensor3& h0, const GradCheckOptions& opt = {},
+                              const std::function<void()>& on_forward = {}) {
+  const std::size_t B = x.shape()[0], T = x.shape()[1], D = x.shape()[2];
+  const std::size_t H = m.hidden_size(), L = m.num_layers();
+  Tensor3 gx = xt::zeros<float>({B, T, D});
+  Tensor3 g0 = xt::zeros<float>({L, B, H});
+  const std::size_t n_out = B * T * H, n_state = L * B * H;
+  // y = [out, h_n] flattened: the loss covers the output sequence and the final state.
+  auto forward = [&]() {
+    const Tensor3 out = m.forward(x, &h0);
+    if (on_forward) on_forward();
+    std::vector<float> y(out.begin(), out.end());
+    y.insert(y.end(), m.final_state().begin(), m.final_state().end());
+    return y;
+  };
+  auto backward = [&](const std::vector<float>& w) {
+    REQUIRE(w.size() == n_out + n_state);
+    m.zero_grad();
+    m.forward(x, &h0);
+    Tensor3 dy({B, T, H}), dh_n({L, B, H});
+    std::copy(w.begin(), w.begin() + n_out, dy.begin());
+    std::copy(w.begin() + n_out, w.end(), dh_n.begin());
+    // Copy in place: the probes point at these buffers (assignment could swap the storage).
+    const Tensor3 dx = m.backward(dy, &dh_n);
+    std::copy(dx.begin(), dx.end(), gx.begin());
+    std::copy(m.initial_state_grad().begin(), m.initial_state_grad().end(), g0.begin());
+  };
+  std::vector<Probe> probes = {{"x", x.data(), gx.data(), x.size()},
+                               {"h0", h0.data(), g0.data(), h0.size()}};
+  for (const auto& np : m.named_parameters())
+    probes.push_back({np.key, np.param->value.data(), np.param->grad.data(), np.param->size()});
+  const auto res = check_gradients(forward, backward, probes, opt);
+  CHECK(res.checked == x.size() + h0.size() + m.num_parameters());
+  return res;
+}
+
+/// Loads fixture `name` (tests/golden/gen_rnn_gru.py) into `m` and compares out, h_n and the
+/// gradients of sum(out·dy) + sum(h_n·dh_n) w.r.t. x, h0 and every parameter.
+/// Float32 against float64 references. Forward: rtol 1e-5, atol 1e-6. Backward: rtol 1e-4,
+/// atol 1e-5 (gradients go through T steps of float32 GEMMs and products of gates).
+template <class M>
+void check_fixture(M& m, const Fixture& fx, const std::string& name) {
+  const double fwd_rtol = 1e-5, fwd_atol = 1e-6, bwd_rtol = 1e-4, bwd_atol = 1e-5;
+  std::size_t loaded = 0;
+  for (const auto& np : m.named_parameters()) {
+    INFO("loading " << np.key);
+    const xt::xarray<float> v = fx.tensor(np.key);
+    REQUIRE(v.shape() == np.param->value.shape());
+    np.param->value = v;
+    ++loaded;
+  }
+  REQUIRE(loaded == 4 * m.num_layers());
+
+  const Tensor3 x = fx.tensor("x");
+  const Tensor3 h0 = fx.tensor("h0");
+  const Tensor3 out = m.forward(x, &h0);
+  for (const auto& [key, actual] : std::vector<std::pair<std::string, xt::xarray<float>>>{
+           {"out", out}, {"h_n", m.final_state()}}) {
+    const std::string msg = compare_close(actual, fx.tensor_f64(key), fwd_rtol, fwd_atol);
+    INFO(name << " forward " << key << ": " << msg);
+    CHECK(msg.empty());
+  }
+
+  const Tensor3 dy = fx.tensor("dy");
+  const Tensor3 dh_n = fx.tensor("dh_n");
+  const Tensor3 dx = m.backward(dy, &dh_n);
+  std::vector<std::pair<std::string, xt::xarray<float>>> grads = {{"grad_x", dx},
+                                                                  {"grad_h0", m.initial_state_grad()}};
+  for (const auto& np : m.named_parameters()) grads.push_back({"grad_" + np.key, np.param->grad});
+  for (const auto& [key, actual] : grads) {
+    const std::string msg = compare_close(actual, fx.tensor_f64(key), bwd_rtol, bwd_atol);
+    INFO(name << " backward " << key << ": " << msg);
+    CHECK(msg.empty());
+  }
+}
+
+/// hidden_grad_norms: shape [L, T]; the last step of the last layer is ‖dy[:, T-1] + dh_n[L-1]‖;
+/// every step of every layer equals the norm of (output-side gradient at t) + (recurrent part),
+/// the latter computed as dL/dh0 of the same model restarted at t+1 from the state at t.
+template <class M, class Make>
+void check_hidden_grad_norms(const Make& make) {
+  Rng rng(21);
+  const std::size_t B = 3, T = 6, D = 4, H = 5, L = 2;
+  M m = make(D, H, L, rng);
+  const Tensor3 x = random3(B, T, D, rng), dy = random3(B, T, H, rng);
+  const Tensor3 h0 = random3(L, B, H, rng), dh_n = random3(L, B, H, rng);
+  const Tensor3 out = m.forward(x, &h0);
+  m.backward(dy, &dh_n);
+  const Tensor2 norms = m.hidden_grad_norms();
+  REQUIRE(norms.shape()[0] == L);
+  REQUIRE(norms.shape()[1] == T);
+
+  const xt::xarray<float> last = xt::view(dy, xt::all(), T - 1, xt::all()) + xt::view(dh_n, L - 1);
+  CHECK_THAT(norms(L - 1, T - 1), Catch::Matchers::WithinRel(frobenius(last), 1e-5));
+
+  // Output-side part of layer 0: the input gradient of a one-layer copy of layer 1.
+  M l0 = make(D, H, 1, rng), l1 = make(H, H, 1, rng);
+  copy_layer(m, 0, l0, 0);
+  copy_layer(m, 1, l1, 0);
+  const Tensor3 h0_0 = layer_state(h0, 0), h0_1 = layer_state(h0, 1), dh_n_1 = layer_state(dh_n, 1);
+  const Tensor3 h_l0 = l0.forward(x, &h0_0);
+  const Tensor3 out1 = l1.forward(h_l0, &h0_1);
+  {
+    const std::string msg = compare_close(out1, xt::cast<double>(out), 1e-6, 1e-6);
+    INFO("stacked one-layer models vs the two-layer model: " << msg);
+    REQUIRE(msg.empty());
+  }
+  const Tensor3 from_above = l1.backward(dy, &dh_n_1);
+  const xt::xarray<float> last0 = xt::view(from_above, xt::all(), T - 1, xt::all()) + xt::view(dh_n, 0);
+  CHECK_THAT(norms(0, T - 1), Catch::Matchers::WithinRel(frobenius(last0), 1e-5));
+
+  for (std::size_t t = 0; t < T; ++t) {
+    M prefix = m;  // same parameters
+    prefix.forward(time_slice(x, 0, t + 1), &h0);
+    const Tensor3 st = prefix.final_state();  // h_t of every layer
+    M suffix = m;
+    suffix.forward(time_slice(x, t + 1, T), &st);  // empty for t = T-1
+    suffix.backward(time_slice(dy, t + 1, T), &dh_n);
+    const Tensor3& rec = suffix.initial_state_grad();  // recurrent part at h_t, each layer
+    for (std::size_t k = 0; k < L; ++k) {
+      const Tensor3& above = k == L - 1 ? dy : from_above;
+      const xt::xarray<float> total = xt::view(above, xt::all(), t, xt::all()) + xt::view(rec, k);
+      INFO("layer " << k << ", t = " << t);
+      CHECK_THAT(norms(k, t), Catch::Matchers::WithinRel(frobenius(total), 1e-4));
+    }
+  }
+}
+
+/// No state means zeros; a forward of another shape in between changes nothing; a second
+/// backward after the same forward adds the same gradient again.
+template <class M, class Make>
+void check_stateless_and_additive(const Make& make) {
+  Rng rng(8);
+  const std::size_t B = 2, T = 5, D = 3, H = 4, L = 2;
+  M m = make(D, H, L, rng);
+  const Tensor3 x1 = random3(B, T, D, rng), x2 = random3(B, 3, D, rng), dy = random3(B, T, H, rng);
+  const Tensor3 a = m.forward(x1);
+  const Tensor3 z = xt::zeros<float>({L, B, H});
+  CHECK(bool(m.forward(x1, &z) == a));
+
+  const Tensor3 dx_a = m.backward(dy);
+  std::vector<xt::xarray<float>> g_a;
+  for (auto* p : m.parameters()) g_a.push_back(p->grad);
+  m.zero_grad();
+  m.forward(x2);
+  CHECK(bool(m.forward(x1) == a));
+  CHECK(bool(m.backward(dy) == dx_a));
+  m.backward(dy);
+  const auto params = m.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    INFO("parameter " << i);
+    const xt::xarray<float> twice = 2.0f * g_a[i];
+    CHECK(compare_close(params[i]->grad, xt::cast<double>(twice), 1e-6, 1e-7).empty());
+    CHECK(frobenius(g_a[i]) > 0.0);
+  }
+}
+
+/// Zero sizes, shape errors naming the argument, and calls out of order.
+template <class M, class Make>
+void check_errors(const Make& make) {
+  Rng rng(2);
+  CHECK_THROWS_AS(make(0, 4, 1, rng), std::invalid_argument);
+  CHECK_THROWS_WITH(make(0, 4, 1, rng), Catch::Contains("input_size"));
+  CHECK_THROWS_WITH(make(3, 0, 1, rng), Catch::Contains("hidden_size"));
+  CHECK_THROWS_WITH(make(3, 4, 0, rng), Catch::Contains("num_layers"));
+
+  const std::size_t B = 2, T = 3, D = 3, H = 4, L = 2;
+  M m = make(D, H, L, rng);
+  const Tensor3 x = xt::zeros<float>({B, T, D});
+  const Tensor3 dy = xt::zeros<float>({B, T, H});
+  CHECK_THROWS_AS(m.backward(dy), std::logic_error);
+  CHECK_THROWS_AS(m.final_state(), std::logic_error);
+  CHECK_THROWS_AS(m.hidden_grad_norms(), std::logic_error);
+  CHECK_THROWS_AS(m.initial_state_grad(), std::logic_error);
+
+  CHECK_THROWS_AS(m.forward(Tensor3(xt::zeros<float>({B, T, D + 1}))), ShapeError);
+  CHECK_THROWS_WITH(m.forward(Tensor3(xt::zeros<float>({B, T, D + 1}))),
+                    Catch::Contains("x") && Catch::Contains("[2, 3, 4]"));
+  for (const auto& bad : {Tensor3(xt::zeros<float>({L + 1, B, H})), Tensor3(xt::zeros<float>({L, B + 1, H})),
+                          Tensor3(xt::zeros<float>({L, B, H + 1}))}) {
+    CHECK_THROWS_AS(m.forward(x, &bad), ShapeError);
+    CHECK_THROWS_WITH(m.forward(x, &bad), Catch::Contains("h0"));
+  }
+  CHECK_THROWS_AS(m.backward(dy), std::logic_error);  // rejected forwards left nothing behind
+
+  m.forward(x);
+  CHECK_THROWS_AS(m.backward(Tensor3(xt::zeros<float>({B, T + 1, H}))), ShapeError);
+  CHECK_THROWS_WITH(m.backward(Tensor3(xt::zeros<float>({B, T, D}))), Catch::Contains("dy"));
+  const Tensor3 bad_final = xt::zeros<float>({L, B, H + 1});
+  CHECK_THROWS_WITH(m.backward(dy, &bad_final), Catch::Contains("dh_n"));
+  CHECK_THROWS_AS(m.hidden_grad_norms(), std::logic_error);
+  CHECK_NOTHROW(m.backward(dy));
+  CHECK(m.hidden_grad_norms().shape()[1] == T);
+}
+
+}  // namespace seqlab::test
