@@ -1,0 +1,105 @@
+#pragma once
+// 1-D convolution over time with dilation and causal (or 'same') padding, as torch.nn.Conv1d
+// (https://pytorch.org/docs/1.13/generated/torch.nn.Conv1d.html) with stride 1 and groups 1.
+//
+// Legend: B batch, T seq_len, in = in_channels, out = out_channels, k = kernel_size, d = dilation,
+// N = B*T rows.
+//
+// LAYOUT: seqlab is batch-first with time on axis 1 and channels last: x [B, T, in] ->
+// y [B, T, out]. PyTorch's Conv1d takes [B, C, T]; a PyTorch result is compared after
+// x.permute(0, 2, 1). The weight keeps PyTorch's layout, "weight" [out, in, k], "bias" [out], so
+// state_dicts map one to one.
+//
+// Formula (cross-correlation, as PyTorch):
+//   y[b, t, o] = bias[o] + Σ_{j<k} Σ_{c<in} weight[o, c, j] · x[b, t + j·d − P, c],
+// with x = 0 outside [0, T) and P the left padding:
+//   causal = true  : P = (k−1)·d, nothing on the right. Equal to PyTorch
+//                    Conv1d(padding=(k−1)·d) followed by dropping the last (k−1)·d outputs
+//                    (Chomp1d of Bai, Kolter & Koltun 2018, arXiv 1803.01271 §3.2, code
+//                    locuslab/TCN TCN/tcn.py). y[t] depends on x[t−(k−1)d .. t] only.
+//   causal = false : PyTorch's padding='same': total (k−1)·d, P = ⌊(k−1)·d / 2⌋ on the left and
+//                    the rest on the right.
+//
+// Implementation: im2col. The input is unfolded into cols [N, k·in] (row (b, t) holds the k
+// shifted input rows x[b, t + j·d − P, :], zeros outside the sequence), the weight is packed once
+// per forward into W̃ [out, k·in] (W̃[o, j·in + c] = weight[o, c, j]), and
+//   forward   y  = cols · W̃ᵀ + bias               (one GEMM)
+//   backward  dW̃ += dyᵀ · cols, dcols = dy · W̃     (two GEMMs), dx = col2im(dcols) (additions)
+// Memory: the cache holds a copy of x only; cols (k times the input) is a temporary, rebuilt in
+// backward (a copy, cheap next to the GEMMs), so a deep TCN does not keep k·T·C floats per conv.
+//
+// Weight normalisation (Salimans & Kingma 2016, arXiv 1602.07868 eq. 2; the TCN of Bai et al.
+// uses it on both convolutions of a block): apply_weight_norm() reparametrises as
+// torch.nn.utils.weight_norm(conv, name='weight', dim=0): weight = g · v / ‖v‖ with ‖v‖ over
+// (in, k) per output channel, parameters "weight_g" [out, 1, 1] = ‖weight‖ and "weight_v" [out,
+// in, k] = weight at that moment (so the function is unchanged). `weight` then holds the derived
+// weight of the last forward and is no longer listed as a parameter.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "seqlab/core/rng.hpp"
+#include "seqlab/core/tensor.hpp"
+#include "seqlab/nn/parameter.hpp"
+
+namespace seqlab {
+
+class Conv1d : public Module {
+ public:
+  /// Weight [out, in, k] then bias [out], both drawn from U(-1/sqrt(in·k), 1/sqrt(in·k)), row-major
+  /// (PyTorch's Conv1d.reset_parameters: kaiming_uniform_(a=sqrt(5)) with fan_in = in·k). With
+  /// bias = false `bias` has shape [0] and is not listed.
+  /// Throws std::invalid_argument naming the argument if in_channels, out_channels, kernel_size or
+  /// dilation is 0.
+  Conv1d(std::size_t in_channels, std::size_t out_channels, std::size_t kernel_size, Rng& rng,
+         std::size_t dilation = 1, bool causal = true, bool bias = true);
+
+  /// x [B, T, in] -> y [B, T, out] (formula above). Caches a copy of x for backward; any T >= 0.
+  /// Throws ShapeError if x is not [*, *, in] or a parameter has the wrong shape.
+  Tensor3 forward(const Tensor3& x);
+  /// dy [B, T, out] -> dx [B, T, in]. ADDS into weight.grad (or weight_g/weight_v grads under
+  /// weight norm) and bias.grad. Throws std::logic_error before any forward, ShapeError if dy is
+  /// not [B, T, out] for the B, T of the last forward.
+  Tensor3 backward(const Tensor3& dy);
+
+  /// Reparametrises weight = g · v/‖v‖ (see the file comment). Throws std::logic_error if already
+  /// applied or if some output channel's weight is all zero (‖v‖ = 0, g/‖v‖ undefined).
+  void apply_weight_norm();
+  bool weight_norm() const { return weight_norm_; }
+
+  /// Lists "weight" (or "weight_g", "weight_v" after apply_weight_norm) and "bias", in
+  /// PyTorch's state_dict order (weight_norm lists bias before weight_g, weight_v).
+  void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+
+  std::size_t in_channels() const { return in_; }
+  std::size_t out_channels() const { return out_; }
+  std::size_t kernel_size() const { return k_; }
+  std::size_t dilation() const { return d_; }
+  bool causal() const { return causal_; }
+  bool has_bias() const { return has_bias_; }
+  /// Left padding P: (k−1)·d if causal, else ⌊(k−1)·d/2⌋.
+  std::size_t left_padding() const { return causal_ ? (k_ - 1) * d_ : (k_ - 1) * d_ / 2; }
+  /// Inputs that one output sees: (k−1)·d + 1.
+  std::size_t receptive_field() const { return (k_ - 1) * d_ + 1; }
+
+  Parameter weight;    // "weight" [out, in, k] (derived from g, v under weight norm)
+  Parameter bias;      // "bias" [out] ([0] and unlisted when bias = false)
+  Parameter weight_g;  // "weight_g" [out, 1, 1]; [0, 1, 1] and unlisted without weight norm
+  Parameter weight_v;  // "weight_v" [out, in, k]; [0, in, k] and unlisted without weight norm
+
+ private:
+  void check_parameters() const;
+  void pack_weight();  // weight (from g, v if weight norm) -> wp_
+  void im2col(const float* x, float* cols) const;  // x [B_, T_, in] -> cols [B_·T_, k·in]
+
+  std::size_t in_, out_, k_, d_;
+  bool causal_, has_bias_, weight_norm_ = false;
+
+  Tensor2 wp_;     // [out, k·in] packed weight of the last forward
+  Tensor1 vnorm_;  // [out] ‖v_o‖ of the last forward (weight norm)
+  Tensor3 x_;      // [B, T, in] input of the last forward (cols are rebuilt from it in backward)
+  std::size_t B_ = 0, T_ = 0;
+  bool cached_ = false;
+};
+
+}  // namespace seqlab

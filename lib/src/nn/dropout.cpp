@@ -1,0 +1,73 @@
+#include "seqlab/nn/dropout.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+namespace seqlab {
+
+Dropout::Dropout(float p, std::uint64_t seed) : p_(p), rng_(seed) {
+  if (!(p >= 0.0f && p < 1.0f)) {
+    std::ostringstream msg;
+    msg << "Dropout: p = " << p << "; must be in [0, 1)";
+    throw std::invalid_argument(msg.str());
+  }
+}
+
+template <std::size_t N>
+xt::xtensor<float, N> Dropout::forward(const xt::xtensor<float, N>& x) {
+  const std::vector<std::size_t> shape(x.shape().begin(), x.shape().end());
+  if (!training() || p_ == 0.0f) {
+    shape_ = shape;
+    identity_ = true;
+    has_forward_ = true;
+    return x;
+  }
+  const std::size_t n = x.size();
+  if (frozen_ && !mask_.empty()) {
+    if (shape != mask_shape_)
+      throw ShapeError("Dropout.forward: x has shape " + shape_string(shape) +
+                       " but the frozen mask has shape " + shape_string(mask_shape_));
+  } else {
+    // m_i = 1/(1−p) if the i-th draw u_i >= p, else 0.
+    const float scale = 1.0f / (1.0f - p_);
+    mask_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) mask_[i] = rng_.uniform() < p_ ? 0.0f : scale;
+    mask_shape_ = shape;
+  }
+  shape_ = shape;
+  identity_ = false;
+  has_forward_ = true;
+  xt::xtensor<float, N> y(x.shape());
+  const float* px = x.data();
+  float* py = y.data();
+  for (std::size_t i = 0; i < n; ++i) py[i] = px[i] * mask_[i];
+  return y;
+}
+
+template <std::size_t N>
+xt::xtensor<float, N> Dropout::backward(const xt::xtensor<float, N>& dy) const {
+  if (!has_forward_) throw std::logic_error("Dropout.backward: called before forward");
+  const std::vector<std::size_t> shape(dy.shape().begin(), dy.shape().end());
+  if (shape != shape_)
+    throw ShapeError("Dropout.backward: dy has shape " + shape_string(shape) +
+                     ", expected the last forward's shape " + shape_string(shape_));
+  if (identity_) return dy;
+  // y = x ⊙ m  ->  dx = dy ⊙ m
+  xt::xtensor<float, N> dx(dy.shape());
+  const float* pd = dy.data();
+  float* out = dx.data();
+  for (std::size_t i = 0, n = dy.size(); i < n; ++i) out[i] = pd[i] * mask_[i];
+  return dx;
+}
+
+#define SEQLAB_DEFINE_DROPOUT(N)                                                       \
+  template xt::xtensor<float, N> Dropout::forward<N>(const xt::xtensor<float, N>&);   \
+  template xt::xtensor<float, N> Dropout::backward<N>(const xt::xtensor<float, N>&) const;
+SEQLAB_DEFINE_DROPOUT(1)
+SEQLAB_DEFINE_DROPOUT(2)
+SEQLAB_DEFINE_DROPOUT(3)
+SEQLAB_DEFINE_DROPOUT(4)
+#undef SEQLAB_DEFINE_DROPOUT
+
+}  // namespace seqlab

@@ -1,0 +1,281 @@
+// Conv1d: init, finite-difference gradients (dilation 1, 2, 4, 'same' padding, weight norm),
+// PyTorch parity (tests/golden/conv1d_*.json from gen_conv.py), causality, the exact set of inputs
+// an output sees, errors.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <set>
+#include <vector>
+
+#include "fixtures.hpp"
+#include "gradcheck.hpp"
+#include "seqlab/nn/conv1d.hpp"
+
+using namespace seqlab;
+using seqlab::test::check_gradients;
+using seqlab::test::compare_close;
+using seqlab::test::Fixture;
+using seqlab::test::Probe;
+
+namespace {
+// float32 results against float64 PyTorch references: |a - e| <= atol + rtol |e|.
+constexpr double kFwdRtol = 1e-5, kFwdAtol = 1e-6;  // forward
+constexpr double kBwdRtol = 1e-4, kBwdAtol = 1e-5;  // backward
+
+template <class T>
+std::vector<float> flat(const T& t) {
+  return std::vector<float>(t.begin(), t.end());
+}
+template <class T>
+void copy_into(const std::vector<float>& v, T& t) {
+  REQUIRE(v.size() == t.size());
+  std::copy(v.begin(), v.end(), t.begin());
+}
+
+// Checks dL/dx and dL/d(every listed parameter) of `conv` on x against central differences.
+void gradcheck_conv(Conv1d& conv, Tensor3 x) {
+  Tensor3 dx = xt::zeros<float>(x.shape());
+  const std::array<std::size_t, 3> out_shape{x.shape()[0], x.shape()[1], conv.out_channels()};
+  auto forward = [&] { return flat(conv.forward(x)); };
+  auto backward = [&](const std::vector<float>& w) {
+    conv.zero_grad();
+    conv.forward(x);
+    Tensor3 dy(out_shape);
+    copy_into(w, dy);
+    const Tensor3 g = conv.backward(dy);
+    std::copy(g.begin(), g.end(), dx.begin());
+  };
+  std::vector<Probe> probes{Probe{"x", x.data(), dx.data(), x.size()}};
+  std::size_t expected = x.size();
+  for (auto& np : conv.named_parameters()) {
+    probes.push_back({np.key, np.param->value.data(), np.param->grad.data(), np.param->size()});
+    expected += np.param->size();
+  }
+  const auto res = check_gradients(forward, backward, probes);
+  INFO("worst: " << res.worst << "\n" << res.report);
+  REQUIRE(res.ok);
+  CHECK(res.checked == expected);
+}
+
+void load(Conv1d& conv, const Fixture& fx) {
+  conv.weight.value = fx.tensor("weight");
+  conv.bias.value = fx.tensor("bias");
+}
+
+void require_close(const char* what, const xt::xarray<float>& a, const xt::xarray<double>& e,
+                   double rtol, double atol) {
+  const std::string msg = compare_close(a, e, rtol, atol);
+  INFO(what << ": " << msg);
+  REQUIRE(msg.empty());
+}
+}  // namespace
+
+TEST_CASE("Conv1d init is U of plus minus 1 over sqrt in times k and reproducible", "[nn][conv1d]") {
+  Rng rng(3);
+  Conv1d conv(16, 32, 4, rng, 2);
+  REQUIRE(conv.weight.value.shape() == std::vector<std::size_t>{32, 16, 4});
+  REQUIRE(conv.bias.value.shape() == std::vector<std::size_t>{32});
+  const double bound = 1.0 / 8.0;  // 1/sqrt(16·4)
+  double s = 0, s2 = 0, mx = 0;
+  for (float w : conv.weight.value) {
+    REQUIRE(std::abs(w) <= bound);
+    s += w;
+    s2 += double(w) * w;
+    mx = std::max(mx, double(std::abs(w)));
+  }
+  const double n = conv.weight.value.size();
+  CHECK(std::abs(s / n) < 0.05 * bound);  // ~4 standard errors of the mean (n = 2048)
+  CHECK(std::abs(s2 / n - bound * bound / 3) < 0.1 * bound * bound / 3);  // variance of U(-b, b)
+  CHECK(mx > 0.98 * bound);
+  for (float b : conv.bias.value) REQUIRE(std::abs(b) <= bound);
+  CHECK(xt::amax(xt::abs(conv.bias.value))() > 0.5 * bound);
+
+  Rng again(3);
+  Conv1d conv2(16, 32, 4, again, 2);
+  CHECK((conv2.weight.value == conv.weight.value));
+  CHECK((conv2.bias.value == conv.bias.value));
+
+  CHECK(conv.dilation() == 2);
+  CHECK(conv.causal());
+  CHECK(conv.left_padding() == 6);
+  CHECK(conv.receptive_field() == 7);
+  Conv1d same(2, 2, 4, rng, 1, false);
+  CHECK(same.left_padding() == 1);  // PyTorch padding='same': total 3, 1 left, 2 right
+}
+
+TEST_CASE("Conv1d lists PyTorch state_dict keys", "[nn][conv1d]") {
+  Rng rng(1);
+  Conv1d conv(3, 4, 2, rng);
+  auto np = conv.named_parameters("tcn.conv1.");
+  REQUIRE(np.size() == 2);
+  CHECK(np[0].key == "tcn.conv1.weight");
+  CHECK(np[1].key == "tcn.conv1.bias");
+  CHECK(conv.num_parameters() == 4 * 3 * 2 + 4);
+
+  Conv1d nb(3, 4, 2, rng, 1, true, false);
+  REQUIRE(nb.named_parameters().size() == 1);
+  CHECK(nb.num_parameters() == 24);
+
+  conv.apply_weight_norm();  // torch.nn.utils.weight_norm: bias, weight_g, weight_v
+  np = conv.named_parameters();
+  REQUIRE(np.size() == 3);
+  CHECK(np[0].key == "bias");
+  CHECK(np[1].key == "weight_g");
+  CHECK(np[2].key == "weight_v");
+  CHECK(conv.weight_g.value.shape() == std::vector<std::size_t>{4, 1, 1});
+  CHECK(conv.num_parameters() == 4 + 4 + 24);
+}
+
+TEST_CASE("Conv1d gradients match finite differences for dilation 1 2 and 4", "[nn][conv1d][gradcheck]") {
+  for (std::size_t d : {1, 2, 4}) {
+    INFO("dilation = " << d);
+    Rng rng(20 + d);
+    Conv1d conv(3, 2, 3, rng, d);
+    Tensor3 x({2, 10, 3});  // T = 10 > receptive field 9 for d = 4: full and truncated windows
+    rng.fill_uniform(x, -1, 1);
+    gradcheck_conv(conv, x);
+  }
+}
+
+TEST_CASE("Conv1d gradients match finite differences with same padding and without bias", "[nn][conv1d][gradcheck]") {
+  Rng rng(31);
+  Conv1d same(2, 3, 4, rng, 2, false);
+  Tensor3 x({2, 7, 2});
+  rng.fill_uniform(x, -1, 1);
+  gradcheck_conv(same, x);
+
+  Conv1d nb(3, 2, 2, rng, 3, true, false);
+  Tensor3 x2({1, 8, 3});
+  rng.fill_uniform(x2, -1, 1);
+  gradcheck_conv(nb, x2);
+}
+
+TEST_CASE("Conv1d with weight norm keeps the function and its gradients match finite differences", "[nn][conv1d][gradcheck]") {
+  Rng rng(41);
+  Conv1d conv(3, 4, 3, rng, 2);
+  Tensor3 x({2, 9, 3});
+  rng.fill_uniform(x, -1, 1);
+  const Tensor3 y0 = conv.forward(x);
+  conv.apply_weight_norm();
+  const Tensor3 y1 = conv.forward(x);
+  CHECK(xt::allclose(y1, y0, 1e-5, 1e-6));
+  CHECK_THROWS_AS(conv.apply_weight_norm(), std::logic_error);
+  // g != ‖v‖, so the check sees the g/‖v‖ scaling.
+  for (std::size_t o = 0; o < 4; ++o) conv.weight_g.value.data()[o] *= 0.5f + 0.3f * float(o);
+  gradcheck_conv(conv, x);
+}
+
+TEST_CASE("Conv1d backward adds into the parameter gradients", "[nn][conv1d]") {
+  Rng rng(5);
+  Conv1d conv(3, 2, 3, rng, 2);
+  Tensor3 x({2, 6, 3}), dy({2, 6, 2});
+  rng.fill_uniform(x, -1, 1);
+  rng.fill_uniform(dy, -1, 1);
+  conv.forward(x);
+  conv.backward(dy);
+  const xt::xarray<float> gw1 = conv.weight.grad, gb1 = conv.bias.grad;
+  conv.forward(x);
+  conv.backward(dy);
+  CHECK(xt::allclose(conv.weight.grad, 2.0f * gw1, 1e-6, 1e-7));
+  CHECK(xt::allclose(conv.bias.grad, 2.0f * gb1, 1e-6, 1e-7));
+  CHECK(xt::amax(xt::abs(gw1))() > 0.0f);
+}
+
+TEST_CASE("Conv1d matches PyTorch causal Conv1d with chomp and with same padding", "[nn][conv1d][golden]") {
+  for (const char* name : {"conv1d_d2.json", "conv1d_d4.json", "conv1d_same_k4.json",
+                           "conv1d_same_k3_d2.json"}) {
+    INFO("fixture " << name);
+    const Fixture fx(name);
+    const auto& m = fx.meta();
+    Rng rng(0);
+    Conv1d conv(m.at("in_channels").get<std::size_t>(), m.at("out_channels").get<std::size_t>(),
+                m.at("kernel_size").get<std::size_t>(), rng, m.at("dilation").get<std::size_t>(),
+                m.at("causal").get<bool>());
+    load(conv, fx);
+    const Tensor3 x = fx.tensor("x");
+    const Tensor3 dy = fx.tensor("dy");
+    const Tensor3 y = conv.forward(x);
+    require_close("y", y, fx.tensor_f64("y"), kFwdRtol, kFwdAtol);
+    const Tensor3 dx = conv.backward(dy);
+    require_close("x.grad", dx, fx.tensor_f64("x.grad"), kBwdRtol, kBwdAtol);
+    require_close("weight.grad", conv.weight.grad, fx.tensor_f64("weight.grad"), kBwdRtol, kBwdAtol);
+    require_close("bias.grad", conv.bias.grad, fx.tensor_f64("bias.grad"), kBwdRtol, kBwdAtol);
+  }
+}
+
+TEST_CASE("Conv1d is causal: changing x at t leaves every earlier output unchanged", "[nn][conv1d]") {
+  Rng rng(7);
+  for (std::size_t d : {1, 3}) {
+    Conv1d conv(3, 4, 3, rng, d);
+    Tensor3 x({2, 12, 3});
+    rng.fill_uniform(x, -1, 1);
+    const Tensor3 y0 = conv.forward(x);
+    for (std::size_t t = 0; t < 12; ++t) {
+      INFO("dilation " << d << ", perturbed t = " << t);
+      Tensor3 xp = x;
+      for (std::size_t c = 0; c < 3; ++c) xp(1, t, c) += 0.5f;
+      const Tensor3 y = conv.forward(xp);
+      for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t u = 0; u < t; ++u)
+          for (std::size_t o = 0; o < 4; ++o) REQUIRE(y(b, u, o) == y0(b, u, o));
+      bool changed = false;
+      for (std::size_t o = 0; o < 4; ++o) changed |= y(1, t, o) != y0(1, t, o);
+      REQUIRE(changed);  // tap k-1 sees x_t itself
+    }
+  }
+}
+
+TEST_CASE("Conv1d output at t sees exactly the inputs t minus j times d", "[nn][conv1d]") {
+  // Causal, k = 3, d = 4: y_t depends on x_{t-8}, x_{t-4}, x_t and on nothing else; the check
+  // perturbs each input in turn and records which outputs move (bitwise).
+  Rng rng(8);
+  const std::size_t k = 3, d = 4, T = 20;
+  Conv1d conv(2, 3, k, rng, d);
+  Tensor3 x({1, T, 2});
+  rng.fill_uniform(x, -1, 1);
+  const Tensor3 y0 = conv.forward(x);
+  for (std::size_t s = 0; s < T; ++s) {
+    Tensor3 xp = x;
+    xp(0, s, 0) += 1.0f;
+    xp(0, s, 1) -= 1.0f;
+    const Tensor3 y = conv.forward(xp);
+    std::set<std::size_t> moved, want;
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t o = 0; o < 3; ++o)
+        if (y(0, t, o) != y0(0, t, o)) moved.insert(t);
+    for (std::size_t j = 0; j < k; ++j)
+      if (s + j * d < T) want.insert(s + j * d);
+    INFO("perturbed input s = " << s);
+    REQUIRE(moved == want);
+  }
+}
+
+TEST_CASE("Conv1d rejects bad configurations and wrong shapes", "[nn][conv1d][errors]") {
+  Rng rng(2);
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_AS(Conv1d(3, 4, 0, rng), std::invalid_argument);
+  CHECK_THROWS_WITH(Conv1d(3, 4, 0, rng), Contains("kernel_size = 0"));
+  CHECK_THROWS_WITH(Conv1d(3, 4, 2, rng, 0), Contains("dilation = 0"));
+  CHECK_THROWS_WITH(Conv1d(0, 4, 2, rng), Contains("in_channels = 0"));
+  CHECK_THROWS_WITH(Conv1d(3, 0, 2, rng), Contains("out_channels = 0"));
+
+  Conv1d conv(3, 4, 2, rng, 2);
+  CHECK_THROWS_AS(conv.backward(Tensor3(xt::zeros<float>({2, 5, 4}))), std::logic_error);
+  CHECK_THROWS_AS(conv.forward(Tensor3(xt::zeros<float>({2, 5, 4}))), ShapeError);
+  CHECK_THROWS_WITH(conv.forward(Tensor3(xt::zeros<float>({2, 5, 4}))),
+                    Contains("Conv1d.forward: x") && Contains("[2, 5, 4]"));
+  conv.forward(Tensor3(xt::zeros<float>({2, 5, 3})));
+  CHECK_THROWS_AS(conv.backward(Tensor3(xt::zeros<float>({2, 5, 3}))), ShapeError);  // channels
+  CHECK_THROWS_AS(conv.backward(Tensor3(xt::zeros<float>({2, 4, 4}))), ShapeError);  // T
+  CHECK_THROWS_AS(conv.backward(Tensor3(xt::zeros<float>({1, 5, 4}))), ShapeError);  // B
+  CHECK_NOTHROW(conv.backward(Tensor3(xt::zeros<float>({2, 5, 4}))));
+
+  conv.weight.value = xt::zeros<float>({3, 4, 2});  // PyTorch layout is [out, in, k]
+  CHECK_THROWS_AS(conv.forward(Tensor3(xt::zeros<float>({2, 5, 3}))), ShapeError);
+
+  Conv1d zero(2, 2, 1, rng);
+  zero.weight.value = xt::zeros<float>({2, 2, 1});
+  CHECK_THROWS_AS(zero.apply_weight_norm(), std::logic_error);
+}
