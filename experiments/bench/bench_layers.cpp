@@ -1,0 +1,293 @@
+// bench_layers: Google Benchmark micro-benchmarks of seqlab's recurrent and convolutional layers
+// (RNN, LSTM, GRU, TCN), forward and forward+backward, over a (batch, seq_len, hidden) grid, plus
+// SGEMM reference cases of the same shapes, so that a layer's FLOP rate can be read against the
+// machine's GEMM rate from the same run. What each case measures, the counters and their formulas,
+// and how to read the ratios: README.md beside this file.
+//
+// Legend: B batch, T seq_len, H hidden_size (= input_size D of the recurrent layers = channels C
+// of the TCN), G gate blocks (RNN 1, GRU 3, LSTM 4), L recurrent layers (1 here), k kernel_size
+// (3), Lv TCN levels (residual blocks, two convolutions each), M, N, K GEMM extents.
+//
+// Analytic FLOP counts (GEMM work only; a multiply-add is 2 FLOP; element-wise gate and activation
+// work, im2col copies and bias additions are not counted):
+//   recurrent forward   2·B·T·G·H·(D + H) per layer   (input projection + recurrent product)
+//   recurrent backward  2 × forward                    (dW_ih, dW_hh, dx, dh_{t-1})
+//   TCN forward         Lv · 2 convs · 2·B·T·C·(k·C)   (im2col GEMM [B·T, k·C] × W̃ᵀ [k·C, C])
+//   TCN backward        2 × forward                    (dW̃ and dcols)
+//   SGEMM               2·M·N·K
+// forward+backward cases count forward + backward = 3 × forward.
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "seqlab/core/gemm.hpp"
+#include "seqlab/core/rng.hpp"
+#include "seqlab/core/tensor.hpp"
+#include "seqlab/core/threads.hpp"
+#include "seqlab/nn/gru.hpp"
+#include "seqlab/nn/lstm.hpp"
+#include "seqlab/nn/rnn.hpp"
+#include "seqlab/nn/tcn.hpp"
+#include "seqlab/version.hpp"
+
+namespace {
+
+using seqlab::Rng;
+using seqlab::Tensor2;
+using seqlab::Tensor3;
+
+constexpr std::uint64_t kSeed = 20240601;  // inputs and weights; timings do not depend on it
+constexpr std::size_t kTcnKernel = 3;
+constexpr std::size_t kRecurrentLayers = 1;
+// Used when the command line gives no --benchmark_min_time (Google Benchmark's own default is
+// 0.5 s per case, about 10× longer for this grid). A later command-line value wins.
+constexpr const char* kDefaultMinTime = "--benchmark_min_time=0.05";
+
+// Grid (the "Benchmarks" section): batch, seq_len, hidden.
+const std::vector<std::int64_t> kBatches = {8, 32};
+const std::vector<std::int64_t> kSeqLens = {32, 128};
+const std::vector<std::int64_t> kHiddens = {64, 256};
+
+enum class Pass { forward, forward_backward };
+
+/// Thread budgets benchmarked: 1 and the machine's cores (just 1 on a one-core machine).
+std::vector<std::int64_t> thread_counts() {
+  const int hw = seqlab::hardware_threads();
+  if (hw <= 1) return {1};
+  return {1, hw};
+}
+
+/// FLOPs of one forward of a one-directional recurrent layer stack with G gate blocks
+/// (formula in the file comment): layer 0 has input D, layers k > 0 input H.
+double recurrent_forward_flops(double G, double B, double T, double D, double H, double L) {
+  double flops = 0.0;
+  for (double k = 0; k < L; ++k) flops += 2.0 * B * T * G * H * ((k == 0 ? D : H) + H);
+  return flops;
+}
+
+/// FLOPs of one forward of a TCN with `levels` blocks of C -> C channels (no downsample).
+double tcn_forward_flops(double B, double T, double C, double k, double levels) {
+  return levels * 2.0 * (2.0 * B * T * C * (k * C));
+}
+
+/// Smallest number of TCN levels whose receptive field 1 + 2·(k−1)·(2^Lv − 1) (tcn.hpp) is >= T.
+std::size_t tcn_levels_for(std::size_t T, std::size_t k) {
+  std::size_t levels = 1;
+  while (1 + 2 * (k - 1) * ((std::size_t{1} << levels) - 1) < T) ++levels;
+  return levels;
+}
+
+/// x [d0, d1, d2] filled with U(-1, 1).
+Tensor3 random_tensor3(std::size_t d0, std::size_t d1, std::size_t d2, Rng& rng) {
+  Tensor3 x = Tensor3::from_shape({d0, d1, d2});
+  rng.fill_uniform(x, -1.0f, 1.0f);
+  return x;
+}
+
+/// The counters every layer case reports (README.md, "Counters").
+void set_layer_counters(benchmark::State& state, double tokens, double flops, double seq_steps) {
+  using benchmark::Counter;
+  state.counters["tokens_per_s"] = Counter(tokens, Counter::kIsIterationInvariantRate);
+  state.counters["flop_per_s"] = Counter(flops, Counter::kIsIterationInvariantRate);
+  state.counters["seq_steps"] = Counter(seq_steps);
+}
+
+// Gate blocks per layer type (rows of weight_ih in units of H).
+template <class Layer> constexpr double kGates = 0;
+template <> constexpr double kGates<seqlab::RNN> = 1;
+template <> constexpr double kGates<seqlab::GRU> = 3;
+template <> constexpr double kGates<seqlab::LSTM> = 4;
+
+/// Args: batch, seq_len, hidden, nthreads. One Layer(H, H, 1) on x [B, T, H]; forward, or forward
+/// then backward with a fixed dy [B, T, H]. Gradients accumulate across iterations (no zero_grad:
+/// it is not layer work).
+template <class Layer>
+void bm_recurrent(benchmark::State& state, Pass pass) {
+  const auto B = static_cast<std::size_t>(state.range(0));
+  const auto T = static_cast<std::size_t>(state.range(1));
+  const auto H = static_cast<std::size_t>(state.range(2));
+  try {
+    seqlab::set_num_threads(static_cast<int>(state.range(3)));
+    Rng rng(seqlab::derive_seed(kSeed, B, T, H));
+    Layer layer(H, H, kRecurrentLayers, rng);
+    const Tensor3 x = random_tensor3(B, T, H, rng);
+    const Tensor3 dy = random_tensor3(B, T, H, rng);
+    // Untimed warm-up: the layers allocate their caches on the first call with a new shape.
+    {
+      Tensor3 y = layer.forward(x);
+      if (pass == Pass::forward_backward) y = layer.backward(dy);
+    }
+    for (auto _ : state) {
+      Tensor3 y = layer.forward(x);
+      benchmark::DoNotOptimize(y.data());
+      if (pass == Pass::forward_backward) {
+        Tensor3 dx = layer.backward(dy);
+        benchmark::DoNotOptimize(dx.data());
+      }
+      benchmark::ClobberMemory();
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  const double fwd = recurrent_forward_flops(kGates<Layer>, B, T, H, H, kRecurrentLayers);
+  set_layer_counters(state, static_cast<double>(B * T),
+                     pass == Pass::forward ? fwd : 3.0 * fwd,
+                     static_cast<double>(T * kRecurrentLayers));
+}
+
+/// Args: batch, seq_len, hidden (= channels), nthreads. TCN(H, {H × Lv}, k = 3, dropout 0) with the
+/// fewest levels Lv whose receptive field covers T.
+void bm_tcn(benchmark::State& state, Pass pass) {
+  const auto B = static_cast<std::size_t>(state.range(0));
+  const auto T = static_cast<std::size_t>(state.range(1));
+  const auto C = static_cast<std::size_t>(state.range(2));
+  const std::size_t levels = tcn_levels_for(T, kTcnKernel);
+  std::size_t receptive_field = 0;
+  try {
+    seqlab::set_num_threads(static_cast<int>(state.range(3)));
+    Rng rng(seqlab::derive_seed(kSeed, B, T, C));
+    seqlab::TCN tcn(C, std::vector<std::size_t>(levels, C), kTcnKernel, 0.0f, rng);
+    receptive_field = tcn.receptive_field();
+    const Tensor3 x = random_tensor3(B, T, C, rng);
+    const Tensor3 dy = random_tensor3(B, T, C, rng);
+    {
+      Tensor3 y = tcn.forward(x);
+      if (pass == Pass::forward_backward) y = tcn.backward(dy);
+    }
+    for (auto _ : state) {
+      Tensor3 y = tcn.forward(x);
+      benchmark::DoNotOptimize(y.data());
+      if (pass == Pass::forward_backward) {
+        Tensor3 dx = tcn.backward(dy);
+        benchmark::DoNotOptimize(dx.data());
+      }
+      benchmark::ClobberMemory();
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  const double fwd = tcn_forward_flops(B, T, C, kTcnKernel, levels);
+  set_layer_counters(state, static_cast<double>(B * T), pass == Pass::forward ? fwd : 3.0 * fwd,
+                     static_cast<double>(2 * levels));
+  state.SetLabel("levels=" + std::to_string(levels) + " rf=" + std::to_string(receptive_field));
+}
+
+/// Args: M, N, K, nthreads. C [M, N] = A [M, K] · Wᵀ (W stored [N, K]), beta = 0: the layout of
+/// every layer product x·Wᵀ in seqlab.
+void bm_sgemm(benchmark::State& state) {
+  const auto M = static_cast<std::size_t>(state.range(0));
+  const auto N = static_cast<std::size_t>(state.range(1));
+  const auto K = static_cast<std::size_t>(state.range(2));
+  try {
+    seqlab::set_num_threads(static_cast<int>(state.range(3)));
+    Rng rng(seqlab::derive_seed(kSeed, M, N, K));
+    Tensor2 A = Tensor2::from_shape({M, K});
+    Tensor2 W = Tensor2::from_shape({N, K});
+    Tensor2 C = Tensor2::from_shape({M, N});
+    rng.fill_uniform(A, -1.0f, 1.0f);
+    rng.fill_uniform(W, -1.0f, 1.0f);
+    seqlab::gemm(false, true, M, N, K, 1.0f, A.data(), K, W.data(), K, 0.0f, C.data(), N);
+    for (auto _ : state) {
+      seqlab::gemm(false, true, M, N, K, 1.0f, A.data(), K, W.data(), K, 0.0f, C.data(), N);
+      benchmark::DoNotOptimize(C.data());
+      benchmark::ClobberMemory();
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  state.counters["flop_per_s"] = benchmark::Counter(2.0 * M * N * K,
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_layer_cases() {
+  const std::vector<std::int64_t> threads = thread_counts();
+  struct Case {
+    const char* name;
+    void (*fn)(benchmark::State&, Pass);
+  };
+  const Case cases[] = {
+      {"RNN", bm_recurrent<seqlab::RNN>},
+      {"LSTM", bm_recurrent<seqlab::LSTM>},
+      {"GRU", bm_recurrent<seqlab::GRU>},
+      {"TCN", bm_tcn},
+  };
+  for (const Case& c : cases) {
+    for (Pass pass : {Pass::forward, Pass::forward_backward}) {
+      const std::string name =
+          std::string(c.name) + (pass == Pass::forward ? "_fwd" : "_fwdbwd");
+      benchmark::RegisterBenchmark(name.c_str(), c.fn, pass)
+          ->ArgNames({"batch", "seq_len", "hidden", "nthreads"})
+          ->ArgsProduct({kBatches, kSeqLens, kHiddens, threads})
+          ->UseRealTime()  // OpenBLAS runs its own threads: CPU time of the main thread undercounts
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+}
+
+void register_sgemm_cases() {
+  const std::vector<std::int64_t> threads = thread_counts();
+  auto reg = [&](const char* name, const std::vector<std::vector<std::int64_t>>& shapes) {
+    auto* b = benchmark::RegisterBenchmark(name, bm_sgemm)
+                  ->ArgNames({"M", "N", "K", "nthreads"})
+                  ->UseRealTime()
+                  ->Unit(benchmark::kMicrosecond);
+    for (const auto& s : shapes)
+      for (std::int64_t n : threads) b->Args({s[0], s[1], s[2], n});
+  };
+  // One recurrent step: h_{t-1} [B, H] × W_hhᵀ [H, G·H] (G = 1 RNN, 3 GRU, 4 LSTM).
+  std::vector<std::vector<std::int64_t>> step, proj, conv;
+  for (std::int64_t B : kBatches)
+    for (std::int64_t H : kHiddens)
+      for (std::int64_t G : {1, 3, 4}) step.push_back({B, G * H, H});
+  // All T steps' input projections at once, LSTM-shaped: [B·T, H] × W_ihᵀ [H, 4H]; and the TCN's
+  // im2col convolution [B·T, 3C] × W̃ᵀ [3C, C]. B·T takes the grid's distinct values.
+  std::vector<std::int64_t> rows;
+  for (std::int64_t B : kBatches)
+    for (std::int64_t T : kSeqLens) {
+      bool seen = false;
+      for (std::int64_t r : rows) seen = seen || r == B * T;
+      if (!seen) rows.push_back(B * T);
+    }
+  for (std::int64_t r : rows)
+    for (std::int64_t H : kHiddens) {
+      proj.push_back({r, 4 * H, H});
+      conv.push_back({r, H, static_cast<std::int64_t>(kTcnKernel) * H});
+    }
+  reg("SGEMM_step", step);
+  reg("SGEMM_proj", proj);
+  reg("SGEMM_conv", conv);
+  reg("SGEMM_square", {{1024, 1024, 1024}});  // the machine's large-GEMM rate
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // argv with the default min time first, so that a --benchmark_min_time given later wins.
+  std::vector<char*> args;
+  std::string default_min_time = kDefaultMinTime;
+  args.push_back(argv[0]);
+  args.push_back(default_min_time.data());
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  int n = static_cast<int>(args.size());
+  args.push_back(nullptr);
+
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  register_layer_cases();
+  register_sgemm_cases();
+  benchmark::AddCustomContext("seqlab_version", seqlab::kVersion);
+  benchmark::AddCustomContext("blas_config", seqlab::blas_config());
+  benchmark::AddCustomContext("hardware_threads", std::to_string(seqlab::hardware_threads()));
+  benchmark::AddCustomContext("flop_count",
+                              "analytic GEMM FLOPs (experiments/bench/README.md); fwdbwd = 3x fwd");
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
