@@ -1,0 +1,91 @@
+#pragma once
+// Tidy tables with named columns, formatted deterministically, and CSV text.
+//
+// A cell's run_cell fills a CellOutput: one or more named tables (the main one is kMainTable,
+// merged into <name>.csv; any other table "t" is merged into <name>_t.csv). Each row is a Row of
+// (column, value) pairs; the first row added to a table fixes its columns and their order, and
+// every later row must have exactly the same columns in the same order (std::logic_error otherwise).
+// Values are formatted when added (format_int / format_real of options.hpp: integers in decimal,
+// reals as %.9g), so the same numbers always give the same bytes.
+//
+// Example:
+//   Row id;
+//   id.add("experiment", "long_range_recall").add("T", 10).add("seed", cell.replicate);
+//   out.add_row(Row(id).add("test_loss", 0.0123).add("train_time_s", 3.2));
+//   out.add_row(Row(id).add("step", 100).add("train_loss", 0.5), "steps");
+#include <cstdint>
+#include <map>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "seqlab/experiment/options.hpp"
+
+namespace seqlab::experiment {
+
+/// Name of the main table (merged into <name>.csv).
+inline constexpr const char* kMainTable = "main";
+
+/// One row under construction: (column, formatted value) pairs in insertion order.
+class Row {
+ public:
+  /// Integers (and bool, as 0/1) in decimal.
+  template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+  Row& add(const std::string& column, I v) {
+    if constexpr (std::is_unsigned_v<I>) {
+      return add_text(column, std::to_string(static_cast<unsigned long long>(v)));
+    } else {
+      return add_text(column, format_int(static_cast<std::int64_t>(v)));
+    }
+  }
+  /// Reals as %.9g ("nan", "inf", "-inf" for non-finite values).
+  Row& add(const std::string& column, double v) { return add_text(column, format_real(v)); }
+  Row& add(const std::string& column, float v) { return add(column, static_cast<double>(v)); }
+  Row& add(const std::string& column, const std::string& v) { return add_text(column, v); }
+  Row& add(const std::string& column, const char* v) { return add_text(column, v); }
+  Row& add(const std::string& column, const Value& v) { return add_text(column, format_value(v)); }
+  /// Appends an already formatted value. Throws std::logic_error for a duplicate column name.
+  Row& add_text(const std::string& column, std::string text);
+
+  const std::vector<std::string>& columns() const { return columns_; }
+  const std::vector<std::string>& values() const { return values_; }
+
+ private:
+  std::vector<std::string> columns_;
+  std::vector<std::string> values_;
+};
+
+/// Columns plus rows of formatted values.
+struct Table {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+
+  /// Appends `row`; the first row sets the columns. Throws std::logic_error naming `name` and
+  /// both column lists if the row's columns differ from the table's.
+  void append(const Row& row, const std::string& name);
+  /// RFC 4180 CSV: header line then one line per row, "\n" line ends, fields quoted only when they
+  /// contain a comma, a quote or a line break.
+  std::string to_csv() const;
+  nlohmann::json to_json() const;
+  /// Inverse of to_json; throws std::runtime_error for a malformed object.
+  static Table from_json(const nlohmann::json& j);
+};
+
+/// Quotes a CSV field if needed ("a,b" -> "\"a,b\"", embedded quotes doubled).
+std::string csv_escape(const std::string& field);
+
+/// Everything one cell produces: named tables.
+class CellOutput {
+ public:
+  /// Appends `row` to table `table` (created on first use; name of letters, digits and '_').
+  void add_row(const Row& row, const std::string& table = kMainTable);
+  const std::map<std::string, Table>& tables() const { return tables_; }
+
+ private:
+  std::map<std::string, Table> tables_;
+};
+
+}  // namespace seqlab::experiment

@@ -1,0 +1,277 @@
+#include "seqlab/experiment/options.hpp"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace seqlab::experiment {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const auto pos = s.find(',', start);
+    out.push_back(trim(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start)));
+    if (pos == std::string::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::optional<std::int64_t> parse_int(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  std::int64_t v = 0;
+  const char* first = s.data();
+  if (*first == '+') ++first;  // from_chars does not accept a leading '+'
+  const auto r = std::from_chars(first, s.data() + s.size(), v);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parse_real(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::string bound_text(double v) { return format_real(v); }
+
+}  // namespace
+
+std::string format_int(std::int64_t v) { return std::to_string(v); }
+
+std::string format_real(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == 0.0) return "0";  // also -0
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string format_value(const Value& v) {
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return format_int(*i);
+  if (const auto* d = std::get_if<double>(&v)) return format_real(*d);
+  return std::get<std::string>(v);
+}
+
+OptionSpec OptionSpec::at_least(double v) const {
+  OptionSpec o = *this;
+  o.min = v;
+  o.min_exclusive = false;
+  return o;
+}
+
+OptionSpec OptionSpec::greater_than(double v) const {
+  OptionSpec o = *this;
+  o.min = v;
+  o.min_exclusive = true;
+  return o;
+}
+
+OptionSpec OptionSpec::at_most(double v) const {
+  OptionSpec o = *this;
+  o.max = v;
+  return o;
+}
+
+OptionSpec OptionSpec::one_of(std::vector<std::string> allowed) const {
+  OptionSpec o = *this;
+  o.choices = std::move(allowed);
+  return o;
+}
+
+std::string OptionSpec::allowed() const {
+  std::string noun;
+  if (type == ValueType::String) {
+    if (!choices.empty()) {
+      std::string list;
+      for (std::size_t i = 0; i < choices.size(); ++i) list += (i ? "|" : "") + choices[i];
+      return sweep ? "a comma-separated list of values from " + list : "one of " + list;
+    }
+    return sweep ? "a comma-separated list of non-empty strings" : "a non-empty string";
+  }
+  noun = type == ValueType::Int ? (sweep ? "integers" : "an integer") : (sweep ? "reals" : "a real");
+  std::string out = sweep ? "a comma-separated list of " + noun : noun;
+  if (min && max) {
+    out += std::string(" in ") + (min_exclusive ? "(" : "[") + bound_text(*min) + ", " +
+           bound_text(*max) + "]";
+  } else if (min) {
+    out += (min_exclusive ? " > " : " >= ") + bound_text(*min);
+  } else if (max) {
+    out += " <= " + bound_text(*max);
+  }
+  return out;
+}
+
+std::string OptionSpec::default_text() const {
+  std::string out;
+  for (std::size_t i = 0; i < defaults.size(); ++i) out += (i ? "," : "") + format_value(defaults[i]);
+  return out;
+}
+
+void OptionSpec::check(const Value& v, const std::string& text, const std::string& source) const {
+  auto fail = [&](const std::string& why) {
+    throw ConfigError(key + ": invalid value '" + text + "' (from " + source + "): " + why +
+                      "expected " + allowed());
+  };
+  if (type == ValueType::String) {
+    const auto& s = std::get<std::string>(v);
+    if (s.empty()) fail("");
+    if (!choices.empty()) {
+      bool ok = false;
+      for (const auto& c : choices) ok = ok || c == s;
+      if (!ok) fail(sweep ? "'" + s + "' is not allowed; " : "");
+    }
+    return;
+  }
+  const double x = type == ValueType::Int ? static_cast<double>(std::get<std::int64_t>(v))
+                                          : std::get<double>(v);
+  const bool low = min && (min_exclusive ? !(x > *min) : !(x >= *min));
+  const bool high = max && !(x <= *max);
+  if (low || high) fail(sweep ? "'" + format_value(v) + "' is out of range; " : "");
+}
+
+std::vector<Value> OptionSpec::parse(const std::string& raw, const std::string& source) const {
+  const std::string text = trim(raw);
+  auto fail = [&](const std::string& why) {
+    throw ConfigError(key + ": invalid value '" + text + "' (from " + source + "): " + why +
+                      "expected " + allowed());
+  };
+  std::vector<std::string> parts;
+  if (sweep) {
+    parts = split_commas(text);
+    if (text.empty()) fail("empty list; ");
+  } else {
+    if (text.find(',') != std::string::npos) fail("not a sweep key, so one value only; ");
+    parts = {text};
+  }
+  std::vector<Value> out;
+  for (const auto& p : parts) {
+    if (p.empty()) fail(sweep ? "empty element in the list; " : "empty value; ");
+    Value v;
+    if (type == ValueType::Int) {
+      const auto i = parse_int(p);
+      if (!i) fail(sweep ? "'" + p + "' is not an integer; " : "");
+      v = *i;
+    } else if (type == ValueType::Real) {
+      const auto d = parse_real(p);
+      if (!d) fail(sweep ? "'" + p + "' is not a finite real number; " : "");
+      v = *d;
+    } else {
+      v = p;
+    }
+    check(v, text, source);
+    for (const auto& prev : out) {
+      if (format_value(prev) == format_value(v)) fail("duplicate value '" + p + "'; ");
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+namespace {
+OptionSpec make(std::string key, ValueType type, bool sweep, std::vector<Value> defs,
+                std::string unit, std::string help) {
+  OptionSpec o;
+  o.key = std::move(key);
+  o.type = type;
+  o.sweep = sweep;
+  o.defaults = std::move(defs);
+  o.unit = std::move(unit);
+  o.help = std::move(help);
+  return o;
+}
+}  // namespace
+
+OptionSpec int_option(std::string key, std::int64_t def, std::string unit, std::string help) {
+  return make(std::move(key), ValueType::Int, false, {Value(def)}, std::move(unit), std::move(help));
+}
+
+OptionSpec real_option(std::string key, double def, std::string unit, std::string help) {
+  return make(std::move(key), ValueType::Real, false, {Value(def)}, std::move(unit),
+              std::move(help));
+}
+
+OptionSpec string_option(std::string key, std::string def, std::string help) {
+  return make(std::move(key), ValueType::String, false, {Value(std::move(def))}, "",
+              std::move(help));
+}
+
+OptionSpec int_sweep(std::string key, std::vector<std::int64_t> defs, std::string unit,
+                     std::string help) {
+  std::vector<Value> v(defs.begin(), defs.end());
+  return make(std::move(key), ValueType::Int, true, std::move(v), std::move(unit), std::move(help));
+}
+
+OptionSpec real_sweep(std::string key, std::vector<double> defs, std::string unit,
+                      std::string help) {
+  std::vector<Value> v(defs.begin(), defs.end());
+  return make(std::move(key), ValueType::Real, true, std::move(v), std::move(unit),
+              std::move(help));
+}
+
+OptionSpec string_sweep(std::string key, std::vector<std::string> defs, std::string help) {
+  std::vector<Value> v;
+  for (auto& d : defs) v.emplace_back(std::move(d));
+  return make(std::move(key), ValueType::String, true, std::move(v), "", std::move(help));
+}
+
+void Params::set(const std::string& key, Value v) {
+  for (auto& e : entries_) {
+    if (e.first == key) {
+      e.second = std::move(v);
+      return;
+    }
+  }
+  entries_.emplace_back(key, std::move(v));
+}
+
+bool Params::has(const std::string& key) const {
+  for (const auto& e : entries_)
+    if (e.first == key) return true;
+  return false;
+}
+
+const Value& Params::get(const std::string& key) const {
+  for (const auto& e : entries_)
+    if (e.first == key) return e.second;
+  throw std::out_of_range("Params: no key '" + key + "'");
+}
+
+std::int64_t Params::get_int(const std::string& key) const {
+  const auto& v = get(key);
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
+  throw std::logic_error("Params: key '" + key + "' is not an integer");
+}
+
+double Params::get_real(const std::string& key) const {
+  const auto& v = get(key);
+  if (const auto* d = std::get_if<double>(&v)) return *d;
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
+  throw std::logic_error("Params: key '" + key + "' is not a real number");
+}
+
+const std::string& Params::get_string(const std::string& key) const {
+  const auto& v = get(key);
+  if (const auto* s = std::get_if<std::string>(&v)) return *s;
+  throw std::logic_error("Params: key '" + key + "' is not a string");
+}
+
+std::string Params::text(const std::string& key) const { return format_value(get(key)); }
+
+}  // namespace seqlab::experiment

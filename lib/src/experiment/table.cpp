@@ -1,0 +1,85 @@
+#include "seqlab/experiment/table.hpp"
+
+#include <cctype>
+#include <stdexcept>
+
+namespace seqlab::experiment {
+
+Row& Row::add_text(const std::string& column, std::string text) {
+  for (const auto& c : columns_) {
+    if (c == column) throw std::logic_error("Row: duplicate column '" + column + "'");
+  }
+  columns_.push_back(column);
+  values_.push_back(std::move(text));
+  return *this;
+}
+
+namespace {
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + v[i];
+  return out;
+}
+}  // namespace
+
+void Table::append(const Row& row, const std::string& name) {
+  if (row.columns().empty()) throw std::logic_error("table '" + name + "': a row without columns");
+  if (columns.empty() && rows.empty()) {
+    columns = row.columns();
+  } else if (row.columns() != columns) {
+    throw std::logic_error("table '" + name + "': row columns (" + join(row.columns()) +
+                           ") differ from the table's (" + join(columns) + ")");
+  }
+  rows.push_back(row.values());
+}
+
+std::string csv_escape(const std::string& f) {
+  if (f.find_first_of(",\"\r\n") == std::string::npos) return f;
+  std::string out = "\"";
+  for (char ch : f) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string Table::to_csv() const {
+  std::string out;
+  auto line = [&](const std::vector<std::string>& v) {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i) out += ',';
+      out += csv_escape(v[i]);
+    }
+    out += '\n';
+  };
+  line(columns);
+  for (const auto& r : rows) line(r);
+  return out;
+}
+
+nlohmann::json Table::to_json() const { return {{"columns", columns}, {"rows", rows}}; }
+
+Table Table::from_json(const nlohmann::json& j) {
+  Table t;
+  try {
+    t.columns = j.at("columns").get<std::vector<std::string>>();
+    t.rows = j.at("rows").get<std::vector<std::vector<std::string>>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("malformed table: ") + e.what());
+  }
+  for (const auto& r : t.rows) {
+    if (r.size() != t.columns.size()) throw std::runtime_error("malformed table: row width differs");
+  }
+  return t;
+}
+
+void CellOutput::add_row(const Row& row, const std::string& table) {
+  bool ok = !table.empty();
+  for (char ch : table) ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
+  if (!ok)
+    throw std::logic_error("CellOutput::add_row: table name '" + table +
+                           "' must be non-empty letters, digits and '_' (it becomes a file name)");
+  tables_[table].append(row, table);
+}
+
+}  // namespace seqlab::experiment

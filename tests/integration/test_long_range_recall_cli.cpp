@@ -1,0 +1,296 @@
+// The long_range_recall binary at tiny scale: bad input, --list-cells, determinism, resume after
+// SIGKILL, --force, rerun of a finished sweep. Runs the built executable in temporary directories.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kBinary = SEQLAB_EXPERIMENTS_BIN_DIR "/long_range_recall";
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/seqlab_lrr_cli_XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::size_t count_lines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+// Starts the binary with `args`, stdout/stderr to files in `io_dir`; returns the pid.
+pid_t spawn(const std::vector<std::string>& args, const fs::path& io_dir) {
+  std::vector<std::string> all = {kBinary};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, (io_dir / "stdout.txt").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, (io_dir / "stderr.txt").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, kBinary.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  REQUIRE(rc == 0);
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+struct Run {
+  int code;
+  std::string out, err;
+};
+
+// Runs to completion; io files live in `io_dir` (must not be inside an --out directory).
+Run run(const std::vector<std::string>& args, const fs::path& io_dir) {
+  const int code = wait_exit(spawn(args, io_dir));
+  return {code, slurp(io_dir / "stdout.txt"), slurp(io_dir / "stderr.txt")};
+}
+
+// A tiny but real grid: 2 T values x 2 seeds, a few updates of a 4-unit LSTM.
+std::vector<std::string> tiny(const fs::path& out, std::vector<std::string> extra = {}) {
+  std::vector<std::string> a = {"--T=3,6",         "--seeds=2",        "--steps=12",
+                                "--hidden_size=4", "--embedding_dim=3", "--batch=4",
+                                "--test_batch=10", "--log_every=5",    "--out=" + out.string()};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+// CSV text without the column `drop` (by header name); fields never contain commas here.
+std::string drop_column(const std::string& csv, const std::string& drop) {
+  std::istringstream in(csv);
+  std::string line, out;
+  long idx = -1;
+  bool header = true;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+    if (header) {
+      for (std::size_t i = 0; i < f.size(); ++i)
+        if (f[i] == drop) idx = static_cast<long>(i);
+      header = false;
+    }
+    std::string row;
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      if (static_cast<long>(i) == idx) continue;
+      row += (row.empty() ? "" : ",") + f[i];
+    }
+    out += row + "\n";
+  }
+  REQUIRE(idx >= 0);
+  return out;
+}
+
+std::size_t cell_files(const fs::path& out) {
+  std::size_t n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(out / "cells", ec))
+    n += e.path().extension() == ".json";
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("long_range_recall rejects bad input with exit 2 and writes nothing", "[integration][long_range_recall]") {
+  REQUIRE(fs::exists(kBinary));
+  TempDir d;
+  const fs::path out = d.path / "res";
+  std::ofstream(d.path / "file.txt") << "x";
+  std::ofstream(d.path / "unknown.ini") << "T = 3\nhidden = 4\n";
+  // Tiny values underneath every case, so that a case that wrongly passes validation is quick.
+  const fs::path tiny_ini = d.path / "tiny.ini";
+  std::ofstream(tiny_ini) << "T = 3\nseeds = 1\nsteps = 2\nhidden_size = 2\nbatch = 2\n"
+                             "test_batch = 2\nlog_every = 1\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> expect;
+  };
+  const std::vector<Case> cases = {
+      {{"--hiden_size=4"}, {"unknown key '--hiden_size'", "hidden_size"}},
+      {{"--steps=abc"}, {"steps", "'abc'", "integer >= 1"}},
+      {{"--hidden_size=-3"}, {"hidden_size", "'-3'", ">= 1"}},
+      {{"--batch=0"}, {"batch", "'0'", ">= 1"}},
+      {{"--T=0,5"}, {"T", "'0,5'"}},
+      {{"--T="}, {"T", "empty list"}},
+      {{"--lr=0"}, {"lr", "'0'", "> 0"}},
+      {{"--lr=fast"}, {"lr", "'fast'"}},
+      {{"--model=gru"}, {"model", "'gru'", "lstm"}},
+      {{"--optimizer=rmsprop"}, {"optimizer", "'rmsprop'", "adam|adamw|sgd"}},
+      {{"--schedule=inverse_sqrt"}, {"warmup_steps", "inverse_sqrt"}},
+      {{"--steps=10", "--warmup_steps=100"}, {"warmup_steps", "'100'", "<= steps (10)"}},
+      {{"--config=" + (d.path / "missing.ini").string()}, {"--config", "missing.ini"}},
+      {{"--config=" + (d.path / "unknown.ini").string()}, {"unknown key 'hidden'", "unknown.ini"}},
+      {{"--scale=huge"}, {"--scale", "'huge'", "paper|quick"}},
+      {{"--T=3,6", "--seeds=2", "--cell=99"}, {"--cell", "'99'", "[0, 3]"}},
+      {{"--T=3,6", "--seeds=2", "--cells=3-1"}, {"--cells", "'3-1'", "0 <= A <= B <= 3"}},
+      {{"--cell=0", "--cells=0-1"}, {"--cell and --cells"}},
+      {{"--threads=0"}, {"threads", "'0'"}},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"--out=" + out.string()};
+    const bool own_config = c.args.front().rfind("--config", 0) == 0 ||
+                            c.args.front().rfind("--scale", 0) == 0;
+    if (!own_config) args.push_back("--config=" + tiny_ini.string());
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const Run r = run(args, d.path);
+    INFO(c.args.back() << " -> " << r.err);
+    CHECK(r.code == 2);
+    CHECK(count_lines(r.err) == 1);
+    for (const auto& e : c.expect) CHECK_THAT(r.err, Catch::Contains(e));
+    CHECK_FALSE(fs::exists(out));
+  }
+  // Unwritable --out: a path below a regular file (fails for every user, root included).
+  const fs::path bad_out = d.path / "file.txt" / "res";
+  const Run r = run({"--T=3", "--steps=2", "--out=" + bad_out.string()}, d.path);
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK(count_lines(r.err) == 1);
+  CHECK_THAT(r.err, Catch::Contains("--out") && Catch::Contains("file.txt"));
+}
+
+TEST_CASE("long_range_recall lists its cells", "[integration][long_range_recall]") {
+  TempDir d;
+  const Run r = run(tiny(d.path / "res", {"--list-cells"}), d.path);
+  CHECK(r.code == 0);
+  CHECK(r.out == "0 model=lstm T=3 seed=0\n1 model=lstm T=3 seed=1\n"
+                 "2 model=lstm T=6 seed=0\n3 model=lstm T=6 seed=1\n");
+  CHECK_FALSE(fs::exists(d.path / "res"));
+  const Run help = run({"--help"}, d.path);
+  CHECK(help.code == 0);
+  for (const char* k : {"--T=LIST", "[steps]", "--hidden_size=VALUE", "[units]", "--lr=VALUE",
+                        "--log_every", "--test_batch", "--clip_norm", "--schedule", "--seeds"}) {
+    INFO(k);
+    CHECK_THAT(help.out, Catch::Contains(k));
+  }
+}
+
+TEST_CASE("long_range_recall is deterministic resumable and skips finished cells", "[integration][long_range_recall]") {
+  TempDir d;
+  // Reference: an uninterrupted run.
+  const fs::path ref = d.path / "ref";
+  const Run a = run(tiny(ref), d.path);
+  INFO(a.err);
+  REQUIRE(a.code == 0);
+  const std::string ref_csv = slurp(ref / "long_range_recall.csv");
+  const std::string ref_steps = slurp(ref / "long_range_recall_steps.csv");
+  REQUIRE(count_lines(ref_csv) == 5);
+  CHECK(ref_csv.rfind("experiment,model,task,T,seq_len,seed,derived_seed,n_params,", 0) == 0);
+  CHECK_THAT(ref_csv, Catch::Contains(",final_train_loss,train_time_s\n"));
+  // 12 steps logged every 5: rows at 5, 10, 12 per cell.
+  CHECK(count_lines(ref_steps) == 1 + 4 * 3);
+  CHECK(ref_steps.rfind("experiment,model,task,T,seq_len,seed,step,train_loss,grad_norm,lr\n", 0) == 0);
+  CHECK(fs::exists(ref / "long_range_recall.meta.json"));
+
+  // Same seed and threads: identical metric columns, byte for byte.
+  const fs::path again = d.path / "again";
+  REQUIRE(run(tiny(again), d.path).code == 0);
+  CHECK(drop_column(slurp(again / "long_range_recall.csv"), "train_time_s") ==
+        drop_column(ref_csv, "train_time_s"));
+  CHECK(slurp(again / "long_range_recall_steps.csv") == ref_steps);
+  // Another base seed changes the numbers.
+  const fs::path other = d.path / "other";
+  REQUIRE(run(tiny(other, {"--seed=2"}), d.path).code == 0);
+  CHECK(drop_column(slurp(other / "long_range_recall.csv"), "train_time_s") !=
+        drop_column(ref_csv, "train_time_s"));
+
+  // Kill mid-sweep: more work per cell so that the kill lands between cells.
+  const fs::path killed = d.path / "killed";
+  const std::vector<std::string> slow = {"--T=3,4,5,6", "--seeds=2", "--steps=1000",
+                                         "--hidden_size=8", "--embedding_dim=3", "--batch=8",
+                                         "--test_batch=10", "--log_every=100"};
+  auto slow_args = [&](const fs::path& out) {
+    auto a2 = slow;
+    a2.push_back("--out=" + out.string());
+    return a2;
+  };
+  const pid_t pid = spawn(slow_args(killed), d.path);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (cell_files(killed) == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  kill(pid, SIGKILL);
+  CHECK(wait_exit(pid) == 128 + SIGKILL);
+  const std::size_t done_before = cell_files(killed);
+  REQUIRE(done_before >= 1);
+  CHECK(done_before < 8);  // the kill landed mid-sweep
+  CHECK_FALSE(fs::exists(killed / "long_range_recall.csv"));
+  // Resume: the finished cells are skipped, the merged CSV equals an uninterrupted run's.
+  const Run resumed = run(slow_args(killed), d.path);
+  INFO(resumed.err);
+  REQUIRE(resumed.code == 0);
+  std::size_t skipped = 0;
+  for (std::size_t p = resumed.err.find("skipped"); p != std::string::npos;
+       p = resumed.err.find("skipped", p + 1))
+    ++skipped;
+  CHECK(skipped == done_before);
+  const fs::path full = d.path / "full";
+  REQUIRE(run(slow_args(full), d.path).code == 0);
+  CHECK(drop_column(slurp(killed / "long_range_recall.csv"), "train_time_s") ==
+        drop_column(slurp(full / "long_range_recall.csv"), "train_time_s"));
+  CHECK(slurp(killed / "long_range_recall_steps.csv") == slurp(full / "long_range_recall_steps.csv"));
+  for (const auto& e : fs::directory_iterator(killed / "cells")) {
+    // Only finished cells (and possibly the killed cell's temporary file, hidden, never a .json).
+    if (e.path().extension() == ".json") CHECK(e.path().filename().string()[0] != '.');
+  }
+
+  // A second run on the finished sweep computes nothing; --force recomputes every cell.
+  const Run rerun = run(tiny(ref), d.path);
+  REQUIRE(rerun.code == 0);
+  CHECK(count_lines(rerun.err) >= 4);
+  CHECK_THAT(rerun.err, !Catch::Contains("done in"));
+  CHECK(slurp(ref / "long_range_recall.csv") == ref_csv);
+  const Run forced = run(tiny(ref, {"--force"}), d.path);
+  REQUIRE(forced.code == 0);
+  CHECK_THAT(forced.err, !Catch::Contains("skipped"));
+  CHECK_THAT(forced.err, Catch::Contains("cell 3/4 (model=lstm T=6 seed=1): done in"));
+  CHECK(drop_column(slurp(ref / "long_range_recall.csv"), "train_time_s") ==
+        drop_column(ref_csv, "train_time_s"));
+
+  // Partial runs (one Slurm task per cell) then --merge give the same CSV.
+  const fs::path parts = d.path / "parts";
+  for (int c = 0; c < 4; ++c) REQUIRE(run(tiny(parts, {"--cell=" + std::to_string(c)}), d.path).code == 0);
+  CHECK_FALSE(fs::exists(parts / "long_range_recall.csv"));
+  REQUIRE(run(tiny(parts, {"--merge"}), d.path).code == 0);
+  CHECK(drop_column(slurp(parts / "long_range_recall.csv"), "train_time_s") ==
+        drop_column(ref_csv, "train_time_s"));
+}
