@@ -1,0 +1,87 @@
+#pragma once
+// ModelConfig: the hyperparameters from which models/factory.hpp builds any sequence model, and
+// ConfigError, the typed error its validate() throws so experiment binaries can report the key.
+//
+// Legend: B batch, T seq_len, V vocab_size, D input_size, E embedding_dim (the width the body
+// sees), H hidden_size, L num_layers, O output_size, C_i channels of TCN level i, k kernel_size.
+//
+// A model is  input layer -> body -> head:
+//   input  "embedding": Embedding(V, E) on token ids [B, T]                 key "embedding.weight"
+//          "linear"   : Linear(D, E) on features [B, T, D]                  keys "input.weight", "input.bias"
+//                       or, with embedding_dim = 0, no input layer: the body reads x itself (E = D),
+//                       as Bai et al. 2018 feed their copy-memory / adding inputs to the TCN/LSTM
+//   body   "rnn" | "lstm" | "gru": L stacked layers of width H            keys "rnn." / "lstm." / "gru." + PyTorch's
+//          "tcn": TCN with channels C_0..C_{L-1} (default H × L), kernel k   keys "tcn.network.{i}.conv1.weight" ...
+//   head   Linear(H or C_{L-1}, O)                                          keys "head.weight", "head.bias"
+//          "per_position": logits [B, T, O];  "last_position": logits [B, 1, O] from step T-1 only.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace seqlab {
+
+/// A bad configuration value. what() = "<key> = <value>: allowed <allowed>", e.g.
+/// "model = 'mamba': allowed one of rnn, lstm, gru, tcn" or "hidden_size = 0: allowed >= 1";
+/// key() is the ModelConfig field name, value() the value as in the message (strings in single
+/// quotes, numbers plain, lists as [a, b]), allowed() what would be accepted. An experiment binary
+/// prints what() (prefixing its own section if it has one) and exits 2.
+class ConfigError : public std::invalid_argument {
+ public:
+  ConfigError(std::string key, std::string value, std::string allowed);
+  const std::string& key() const noexcept { return key_; }
+  const std::string& value() const noexcept { return value_; }
+  const std::string& allowed() const noexcept { return allowed_; }
+
+ private:
+  std::string key_, value_, allowed_;
+};
+
+/// Model families the factory builds, in this order: "rnn", "lstm", "gru", "tcn".
+const std::vector<std::string>& model_names();
+/// "rnn, lstm, gru, tcn" (for messages).
+std::string model_names_string();
+
+struct ModelConfig {
+  std::string model;                    // one of model_names(); no default (validate() names it)
+  std::string input = "embedding";      // "embedding" (token ids) | "linear" (float features)
+  std::size_t vocab_size = 0;           // V, embedding input only (>= 1)
+  std::size_t input_size = 0;           // D, linear input only (>= 1)
+  std::size_t embedding_dim = 0;        // E: embedding width (>= 1) or linear projection width
+                                        // (0 = no projection, the body reads x directly)
+  std::size_t hidden_size = 0;          // H (>= 1); for tcn the width of every level unless
+                                        // `channels` is given
+  std::size_t num_layers = 1;           // L (>= 1): stacked recurrent layers or TCN levels
+  std::string nonlinearity = "tanh";    // rnn only: "tanh" | "relu" (torch.nn.RNN's argument)
+  std::size_t kernel_size = 2;          // tcn only, k >= 1 (Bai et al.'s default 2)
+  float dropout = 0.0f;                 // in [0, 1). rnn/lstm/gru: on the body's input and output
+                                        // (Zaremba et al. 2014 §3.1, non-recurrent connections);
+                                        // tcn: inside every TemporalBlock (Bai et al.'s code)
+  std::vector<std::size_t> channels;    // tcn only: C_0..C_{L-1}; empty = H repeated L times
+  bool weight_norm = false;             // tcn only: weight-normalised conv1/conv2 (Bai et al.)
+  std::size_t output_size = 0;          // O (>= 1): classes or regression outputs
+  std::string head = "per_position";    // "per_position" | "last_position"
+  std::optional<std::int32_t> padding_idx;  // embedding input only, in [-V, V) (nn.Embedding's)
+
+  /// Throws ConfigError for the first bad field, in the order model, input, vocab_size /
+  /// input_size, embedding_dim, padding_idx, hidden_size, num_layers (tcn: at most 30 levels,
+  /// dilation 2^i), channels, kernel_size, nonlinearity, dropout, output_size, head. Fields a
+  /// family does not use are not checked (kernel_size for lstm, nonlinearity for tcn, hidden_size
+  /// and num_layers for a tcn with explicit channels), except padding_idx, which is rejected with
+  /// linear input because it would silently do nothing.
+  void validate() const;
+
+  bool is_recurrent() const { return model == "rnn" || model == "lstm" || model == "gru"; }
+  bool last_position() const { return head == "last_position"; }
+  /// E: the feature width entering the body (embedding_dim, or input_size when a linear input
+  /// has no projection).
+  std::size_t body_input_size() const;
+  /// TCN level widths: `channels`, or hidden_size repeated num_layers times.
+  std::vector<std::size_t> tcn_channels() const;
+  /// Width of the body's output, which the head reads: H, or the last TCN channel count.
+  std::size_t body_output_size() const;
+};
+
+}  // namespace seqlab
