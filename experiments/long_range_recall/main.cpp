@@ -3,7 +3,7 @@
 // Bai, Kolter & Koltun 2018 (arXiv 1803.01271, §4): recall 10 symbols after a gap of T blanks.
 // Claim, method, expected outcome and the CSV columns: README.md beside this file.
 //
-// Model (model = lstm): Embedding(10, E) -> LSTM(E, H, L) -> Linear(H, 10), trained with the mean
+// Model: Embedding(10, E) -> rnn | lstm | gru | tcn (models/ factory) -> Linear(H, 10), trained with the mean
 // cross-entropy over ALL T + 20 positions (as Bai et al.'s code), on fresh batches every step.
 // Legend: B batch, T blank length, S = T + 20 sequence length, V = 10 classes, E embedding_dim,
 // H hidden_size, L num_layers.
@@ -17,10 +17,8 @@
 #include "seqlab/core/rng.hpp"
 #include "seqlab/core/tensor.hpp"
 #include "seqlab/experiment/experiment.hpp"
-#include "seqlab/nn/embedding.hpp"
-#include "seqlab/nn/linear.hpp"
 #include "seqlab/nn/loss.hpp"
-#include "seqlab/nn/lstm.hpp"
+#include "seqlab/models/factory.hpp"
 #include "seqlab/tasks/copy_memory.hpp"
 #include "seqlab/train/loop.hpp"
 #include "seqlab/train/optimizer.hpp"
@@ -40,60 +38,45 @@ constexpr std::uint64_t kTestStream = 3;   // the fixed test set
 // Test sequences are evaluated in chunks of at most this many (bounds the LSTM caches' memory).
 constexpr std::size_t kEvalChunk = 128;
 
-/// [B, S, C] -> [B·S, C] (row-major, same data). (Not named flatten: ADL would pick xt::flatten.)
-Tensor2 rows_of(const Tensor3& x) {
-  Tensor2 y = Tensor2::from_shape({x.shape()[0] * x.shape()[1], x.shape()[2]});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
-/// [B·S, C] -> [B, S, C].
-Tensor3 unrows(const Tensor2& x, std::size_t B, std::size_t S) {
-  Tensor3 y = Tensor3::from_shape({B, S, x.shape()[1]});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
-/// [B, S] -> [B·S].
+/// [B, S] -> [B·S]. (Not named flatten: ADL would pick xt::flatten.)
 IndexTensor1 ids_of(const IndexTensor2& x) {
   IndexTensor1 y = IndexTensor1::from_shape({x.size()});
   std::copy(x.data(), x.data() + x.size(), y.data());
   return y;
 }
+/// [B, S, V] -> [B·S, V] (row-major, same data).
+Tensor2 rows_of(const Tensor3& x) {
+  Tensor2 y = Tensor2::from_shape({x.shape()[0] * x.shape()[1], x.shape()[2]});
+  std::copy(x.data(), x.data() + x.size(), y.data());
+  return y;
+}
+/// [B·S, V] -> [B, S, V].
+Tensor3 unrows(const Tensor2& x, std::size_t B, std::size_t S) {
+  Tensor3 y = Tensor3::from_shape({B, S, x.shape()[1]});
+  std::copy(x.data(), x.data() + x.size(), y.data());
+  return y;
+}
 
-/// Embedding -> LSTM -> Linear, producing logits for every position.
-class RecurrentClassifier {
- public:
-  RecurrentClassifier(std::size_t vocab, std::size_t embedding_dim, std::size_t hidden,
-                      std::size_t layers, Rng& rng)
-      : embedding_(vocab, embedding_dim, rng),
-        lstm_(embedding_dim, hidden, layers, rng),
-        head_(hidden, vocab, rng) {}
-
-  /// ids [B, S] -> logits [B·S, V].
-  Tensor2 forward(const IndexTensor2& ids) {
-    B_ = ids.shape()[0];
-    S_ = ids.shape()[1];
-    return rows_of(head_.forward(lstm_.forward(embedding_.forward(ids))));
-  }
-  /// dlogits [B·S, V]; adds into every parameter's grad.
-  void backward(const Tensor2& dlogits) {
-    embedding_.backward(lstm_.backward(head_.backward(unrows(dlogits, B_, S_))));
-  }
-  std::vector<Parameter*> parameters() {
-    std::vector<Parameter*> p = embedding_.parameters();
-    for (auto* q : lstm_.parameters()) p.push_back(q);
-    for (auto* q : head_.parameters()) p.push_back(q);
-    return p;
-  }
-  std::size_t num_parameters() {
-    return embedding_.num_parameters() + lstm_.num_parameters() + head_.num_parameters();
-  }
-
- private:
-  Embedding embedding_;
-  LSTM lstm_;
-  Linear head_;
-  std::size_t B_ = 0, S_ = 0;
-};
+/// The model of a cell: token embedding -> body (rnn | lstm | gru | tcn) -> per-position head
+/// over the V = 10 classes, built by the models/ factory. Throws seqlab::ConfigError (an
+/// std::invalid_argument naming the key) for a bad combination, which the framework turns into
+/// exit status 2 before anything runs.
+ModelConfig model_config(const Cell& cell) {
+  ModelConfig mc;
+  mc.model = cell.get_string("model");
+  mc.input = "embedding";
+  mc.vocab_size = 10;
+  mc.embedding_dim = static_cast<std::size_t>(cell.get_int("embedding_dim"));
+  mc.hidden_size = static_cast<std::size_t>(cell.get_int("hidden_size"));
+  mc.num_layers = static_cast<std::size_t>(cell.get_int("num_layers"));
+  mc.nonlinearity = cell.get_string("nonlinearity");
+  mc.kernel_size = static_cast<std::size_t>(cell.get_int("kernel_size"));
+  mc.dropout = static_cast<float>(cell.get_real("dropout"));
+  mc.weight_norm = cell.get_int("weight_norm") != 0;
+  mc.output_size = 10;
+  mc.head = "per_position";
+  return mc;
+}
 
 struct Evaluation {
   double loss = 0;             // mean CE over all positions, nats
@@ -101,7 +84,7 @@ struct Evaluation {
   double recall_accuracy = 0;  // fraction of recall positions whose argmax is the target
 };
 
-Evaluation evaluate(RecurrentClassifier& model, const CopyMemoryTask& task, const TokenBatch& test) {
+Evaluation evaluate(SequenceModel& model, const CopyMemoryTask& task, const TokenBatch& test) {
   const std::size_t n = test.inputs.shape()[0];
   const std::size_t S = static_cast<std::size_t>(task.seq_len());
   const std::size_t V = static_cast<std::size_t>(task.vocab_size());
@@ -114,7 +97,7 @@ Evaluation evaluate(RecurrentClassifier& model, const CopyMemoryTask& task, cons
     IndexTensor2 x = IndexTensor2::from_shape({nb, S}), y = IndexTensor2::from_shape({nb, S});
     std::copy(test.inputs.data() + b0 * S, test.inputs.data() + (b0 + nb) * S, x.data());
     std::copy(test.targets.data() + b0 * S, test.targets.data() + (b0 + nb) * S, y.data());
-    const Tensor2 logits = model.forward(x);
+    const Tensor2 logits = rows_of(model.forward(x));
     ce.forward(logits, ids_of(y));
     const Tensor1& rl = ce.row_losses();
     const Tensor2& p = ce.probabilities();
@@ -150,14 +133,15 @@ void validate(const Cell& cell) {
   const auto warmup = cell.get_int("warmup_steps");
   const auto kind = cell.get_string("schedule");
   if (warmup > steps) {
-    throw ConfigError("warmup_steps: invalid value '" + std::to_string(warmup) +
+    throw experiment::ConfigError("warmup_steps: invalid value '" + std::to_string(warmup) +
                       "': expected an integer <= steps (" + std::to_string(steps) + ")");
   }
   if (kind == "inverse_sqrt" && warmup < 1) {
-    throw ConfigError("warmup_steps: invalid value '" + std::to_string(warmup) +
+    throw experiment::ConfigError("warmup_steps: invalid value '" + std::to_string(warmup) +
                       "': schedule = inverse_sqrt needs an integer >= 1");
   }
   make_schedule(cell).validate();  // anything else it rejects (message names the field)
+  model_config(cell).validate();   // e.g. kernel_size = 0 for tcn, unknown nonlinearity
 }
 
 void run_cell(const Cell& cell, CellOutput& out) {
@@ -169,10 +153,9 @@ void run_cell(const Cell& cell, CellOutput& out) {
   const CopyMemoryTask task(T);
 
   Rng init_rng(cell.stream_seed(kInitStream));
-  RecurrentClassifier model(static_cast<std::size_t>(task.vocab_size()),
-                            static_cast<std::size_t>(cell.get_int("embedding_dim")),
-                            static_cast<std::size_t>(cell.get_int("hidden_size")),
-                            static_cast<std::size_t>(cell.get_int("num_layers")), init_rng);
+  const std::unique_ptr<SequenceModel> model_ptr = make_model(model_config(cell), init_rng);
+  SequenceModel& model = *model_ptr;
+  model.train();
   const std::vector<Parameter*> params = model.parameters();
 
   OptimizerConfig oc;
@@ -196,9 +179,9 @@ void run_cell(const Cell& cell, CellOutput& out) {
   CrossEntropyLoss ce;
   auto loss_and_grad = [&](int /*step*/) -> double {
     const TokenBatch b = task.sample(batch, train_rng);
-    const Tensor2 logits = model.forward(b.inputs);
+    const Tensor2 logits = rows_of(model.forward(b.inputs));
     const double loss = ce.forward(logits, ids_of(b.targets));
-    model.backward(ce.backward());
+    model.backward(unrows(ce.backward(), batch, static_cast<std::size_t>(task.seq_len())));
     return loss;
   };
   // Curve: one row per window of log_every updates (and the last, shorter one): mean loss and mean
@@ -233,10 +216,13 @@ void run_cell(const Cell& cell, CellOutput& out) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (win_n > 0) last_window_loss = win_loss / win_n;  // diverged mid-window
 
+  model.eval();
   const Evaluation ev = evaluate(model, task, test);
   out.add_row(Row(id)
                   .add("derived_seed", cell.seed)
                   .add("n_params", model.num_parameters())
+                  .add("receptive_field", model.receptive_field())
+                  .add("sequential_steps", model.sequential_steps(static_cast<std::size_t>(task.seq_len())))
                   .add("embedding_dim", cell.get_int("embedding_dim"))
                   .add("hidden_size", cell.get_int("hidden_size"))
                   .add("num_layers", cell.get_int("num_layers"))
@@ -270,14 +256,23 @@ int main(int argc, char** argv) {
   spec.experiment_dir = SEQLAB_EXPERIMENT_DIR;
   // Built-in defaults = configs/quick.ini (keys missing from a config file fall back to these).
   spec.options = {
-      string_sweep("model", {"lstm"}, "sequence model (later: rnn, gru, tcn, transformer)")
-          .one_of({"lstm"}),
+      string_sweep("model", {"lstm"}, "sequence model (later: transformer)").one_of(model_names()),
       int_sweep("T", {5, 10, 25, 100}, "steps",
                 "blank length of copy memory (recall distance T+10, sequence length T+20)")
           .at_least(1),
       int_option("embedding_dim", 8, "units", "embedding width E").at_least(1),
-      int_option("hidden_size", 64, "units", "LSTM hidden size H").at_least(1),
-      int_option("num_layers", 1, "layers", "LSTM layers L").at_least(1),
+      int_option("hidden_size", 64, "units", "hidden size H (tcn: channels of every level)")
+          .at_least(1),
+      int_option("num_layers", 1, "layers", "stacked recurrent layers, or TCN levels").at_least(1),
+      string_option("nonlinearity", "tanh", "rnn only: torch.nn.RNN nonlinearity")
+          .one_of({"tanh", "relu"}),
+      int_option("kernel_size", 8, "steps", "tcn only: convolution kernel size k").at_least(1),
+      int_option("weight_norm", 1, "0/1", "tcn only: weight-normalised convolutions (Bai et al.)")
+          .at_least(0)
+          .at_most(1),
+      real_option("dropout", 0, "1", "dropout probability (recurrent: input and output; tcn: in blocks)")
+          .at_least(0)
+          .at_most(0.99),
       int_option("batch", 16, "sequences", "training batch size (fresh batch every step)")
           .at_least(1),
       int_option("steps", 3000, "updates", "optimizer updates").at_least(1),
