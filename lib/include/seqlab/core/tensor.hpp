@@ -22,6 +22,9 @@ using Tensor4 = xt::xtensor<float, 4>;
 /// Token ids and class targets: [B, T] or [N]. int32 as PyTorch's long is not needed at these sizes.
 using IndexTensor1 = xt::xtensor<std::int32_t, 1>;
 using IndexTensor2 = xt::xtensor<std::int32_t, 2>;
+/// Padding mask [B, T]: 1 marks a padded position (to be ignored), 0 a real one — the convention
+/// of PyTorch's key_padding_mask (True = ignore). Used by attention and the masked norms.
+using PaddingMask = xt::xtensor<std::uint8_t, 2>;
 
 /// Thrown for a tensor whose shape does not match what a layer expects.
 /// The message names the layer argument, the expected and the actual shape.
