@@ -1,0 +1,177 @@
+#pragma once
+// Multi-head attention with hand-written forward and backward, as torch.nn.MultiheadAttention
+// (https://pytorch.org/docs/1.13/generated/torch.nn.MultiheadAttention.html, batch_first=True,
+// dropout=0, add_bias_kv=False, add_zero_attn=False, kdim = vdim = embed_dim).
+//
+// Legend: B batch, Tq query length, Tk key/value length (Tq = Tk = T for self-attention),
+// D d_model (embed_dim), h n_heads, d_k = D / h head dimension, N rows of a 2-D matrix.
+//
+// Formulas (Vaswani et al. 2017, "Attention Is All You Need", §3.2.1 eq. 1 and §3.2.2 eq. 2):
+//   Q = X_q W_Qᵀ + b_Q,  K = X_kv W_Kᵀ + b_K,  V = X_kv W_Vᵀ + b_V        [B, T, D] each
+//   head_i = softmax(Q_i K_iᵀ / √d_k + A_i + M) V_i                         (eq. 1; Q_i = columns
+//            i·d_k .. (i+1)·d_k of Q)
+//   MultiHead = Concat(head_1..head_h) W_Oᵀ + b_O                           (eq. 2)
+// with W_Q, W_K, W_V stacked as the rows of in_proj_weight [3D, D] (q, k, v; PyTorch's packed
+// layout), (W_O, b_O) = out_proj.{weight, bias}, A the optional ALiBi bias and M the mask
+// (0 allowed, −∞ masked). Optional RoPE rotates Q_i and K_i per head after the projection.
+//
+// Numerics: softmax subtracts the row max; masked entries are −∞. A fully masked row (a query
+// that may see no key) gets all-zero probabilities, so its *context* is 0 and its output is
+// out_proj.bias; its gradients are finite (0 through the attention). PyTorch returns NaN there:
+// documented difference.
+//
+// Implementation: the Q/K/V projection is one GEMM over the [B·T, D] rows (self-attention) or two
+// (cross: q from the query rows, k and v from the key_value rows); heads are split into contiguous
+// [B, h, T, d_k] blocks by one copy; scores, context and all their gradients are strided batched
+// GEMMs over the B·h heads; the softmax (with masks and ALiBi) and its backward are one pass per
+// row. Buffers are kept between calls and reallocated only when shapes change; every forward
+// overwrites the caches completely, so repeated forwards (gradient checks) do not interfere.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "seqlab/core/rng.hpp"
+#include "seqlab/core/tensor.hpp"
+#include "seqlab/nn/linear.hpp"
+#include "seqlab/nn/parameter.hpp"
+
+namespace seqlab {
+
+class RotaryEmbedding;  // seqlab/nn/positional.hpp
+
+/// Which keys a query may attend to.
+///   causal:      query i may see key j only if pos_k(j) <= pos_q(i), with pos_q(i) = q_offset + i,
+///                pos_k(j) = k_offset + j (offsets 0 by default: torch.triu(ones(Tq, Tk), 1) as a
+///                bool attn_mask, the decoder's subsequent mask, Vaswani et al. §3.2.3).
+///   key_padding: [B, Tk]; a non-zero entry hides key j of sequence b from every query of b
+///                (PyTorch's key_padding_mask, True = ignore). nullptr: no padding.
+/// Both may be combined. The pointed-to mask must stay alive during forward (it is not kept).
+struct AttentionMask {
+  bool causal = false;
+  const PaddingMask* key_padding = nullptr;  // [B, Tk]
+};
+
+class MultiheadAttention : public Module {
+ public:
+  /// Parameters (state_dict keys, in this order):
+  ///   "in_proj_weight"  [3D, D]  rows 0..D-1 = W_Q, D..2D-1 = W_K, 2D..3D-1 = W_V;
+  ///                     shared_qk: [2D, D], rows 0..D-1 = W_Q = W_K (one projection), D..2D-1 = W_V
+  ///   "in_proj_bias"    [3D] (shared_qk: [2D], b_Q = b_K)
+  ///   "out_proj.weight" [D, D]
+  ///   "out_proj.bias"   [D]
+  /// Init as nn.MultiheadAttention._reset_parameters: out_proj is built first as an nn.Linear
+  /// (U(-1/√D, 1/√D) for weight, then bias, from `rng`), then in_proj_weight is drawn from
+  /// xavier_uniform over the packed [3D, D] matrix, U(-a, a) with a = √(6 / (D + 3D)); both
+  /// biases are 0. shared_qk uses the same bound a = √(6 / 4D) for its [2D, D] matrix, so each
+  /// projection has the distribution of the unshared model (the ablation changes only the
+  /// sharing). bias = false: no in_proj_bias, no out_proj.bias (as PyTorch's bias=False); the
+  /// members have shape [0] and are not listed.
+  /// Throws std::invalid_argument naming d_model and n_heads if either is 0 or d_model % n_heads != 0.
+  MultiheadAttention(std::size_t d_model, std::size_t n_heads, Rng& rng, bool shared_qk = false,
+                     bool bias = true);
+
+  /// Cross-attention: query [B, Tq, D], key_value [B, Tk, D] (keys and values from the same
+  /// tensor, as nn.MultiheadAttention(query, kv, kv)) -> [B, Tq, D].
+  /// Caches what backward needs and the attention probabilities.
+  /// Throws ShapeError naming the argument if query is not [*, *, D], key_value not [B, *, D], or
+  /// mask.key_padding not [B, Tk]; std::invalid_argument if a RoPE hook's head_dim is not d_k.
+  Tensor3 forward(const Tensor3& query, const Tensor3& key_value, const AttentionMask& mask = {});
+  /// Self-attention: x [B, T, D] -> [B, T, D] (query = key = value = x, one projection GEMM).
+  /// Same errors as the cross form, with mask.key_padding [B, T].
+  Tensor3 forward(const Tensor3& x, const AttentionMask& mask = {});
+
+  /// dy [B, Tq, D] = dL/d(output). Returns dL/dquery [B, Tq, D]; after a cross-attention forward,
+  /// dL/dkey_value [B, Tk, D] is in key_value_grad(). After a self-attention forward the returned
+  /// tensor is the total dL/dx (query, key and value paths summed). ADDS dL/dθ into every
+  /// Parameter::grad. May be called more than once per forward (it reads the caches only).
+  /// Throws std::logic_error if no forward ran, ShapeError if dy is not [B, Tq, D] of the last forward.
+  Tensor3 backward(const Tensor3& dy);
+
+  /// dL/dkey_value [B, Tk, D] from the last backward after a cross-attention forward.
+  /// Throws std::logic_error before such a backward, or after a self-attention forward (whose
+  /// backward already returned the total dL/dx: reading a second part would double-count).
+  const Tensor3& key_value_grad() const;
+
+  /// Attention probabilities of the last forward [B, h, Tq, Tk] (after masks; a masked entry is
+  /// exactly 0; each row sums to 1 or, fully masked, to 0). As PyTorch's attn_output_weights with
+  /// average_attn_weights=False. Throws std::logic_error before any forward.
+  const Tensor4& attention_probs() const;
+
+  /// Symmetry score of the last forward's pre-softmax logits S = Q_i K_iᵀ/√d_k + A_i (RoPE applied
+  /// to Q, K if set; ALiBi bias A over the full matrix: −m·(pos_q − pos_k) causal, which is
+  /// antisymmetric, and −m·|pos_q − pos_k| otherwise; masks NOT applied):
+  ///   mean over b < B and heads i of ‖S − Sᵀ‖_F / ‖S‖_F   (a head with ‖S‖_F = 0 counts as 0).
+  /// 0 for a symmetric S: shared_qk without (causal) ALiBi — RoPE keeps it symmetric, since q̃_t = k̃_t
+  /// at every position t. Dimensionless, in [0, 2]. Recomputes S from the cached Q and K
+  /// (O(B·h·T²·d_k), no memory kept between calls). Throws std::logic_error if no forward ran or
+  /// the last forward was a cross-attention.
+  double logit_asymmetry() const;
+
+  /// RoPE hook (Su et al. 2021, eq. 34): rotates every head of Q (positions q_offset + t) and K
+  /// (positions k_offset + t) after the projection; backward applies the inverse rotation to dQ,
+  /// dK. nullptr switches it off. The object must outlive the forward/backward calls using it.
+  /// Throws std::invalid_argument if rope's head_dim is not d_k.
+  void set_rope(const RotaryEmbedding* rope);
+  /// ALiBi hook (Press et al. 2021 §3): adds −m_i·(pos_q − pos_k) (causal mask on) or
+  /// −m_i·|pos_q − pos_k| (off) to the scaled scores of head i, m = alibi_slopes(n_heads).
+  void set_alibi(bool on);
+  /// Positions of query row 0 and key row 0 for RoPE, ALiBi and the causal mask (default 0, 0;
+  /// e.g. decoding with a key/value prefix: q_offset = k_offset + prefix length).
+  void set_position_offsets(std::size_t q_offset, std::size_t k_offset);
+
+  const RotaryEmbedding* rope() const { return rope_; }
+  bool alibi() const { return alibi_; }
+  std::size_t d_model() const { return d_model_; }
+  std::size_t n_heads() const { return n_heads_; }
+  std::size_t head_dim() const { return head_dim_; }
+  bool shared_qk() const { return shared_qk_; }
+  bool has_bias() const { return has_bias_; }
+
+  void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+
+  Parameter in_proj_weight;  // "in_proj_weight" [3D, D] ([2D, D] with shared_qk)
+  Parameter in_proj_bias;    // "in_proj_bias" [3D] ([2D]; [0] and unlisted when bias = false)
+  Linear out_proj;           // "out_proj.weight" [D, D], "out_proj.bias" [D]
+
+ private:
+  Tensor3 run_forward(const Tensor3& query, const Tensor3* key_value, const AttentionMask& mask);
+  void check_parameters() const;
+  /// Masked (+ALiBi) softmax over the rows of probs_ (holding the scaled scores) in place.
+  void masked_softmax(const PaddingMask* key_padding);
+  /// Rows of in_proj_weight: 3D, or 2D with shared_qk.
+  std::size_t proj_rows() const { return (shared_qk_ ? 2 : 3) * d_model_; }
+
+  std::size_t d_model_, n_heads_, head_dim_;
+  bool shared_qk_, has_bias_;
+  const RotaryEmbedding* rope_ = nullptr;
+  bool alibi_ = false;
+  Tensor1 slopes_;  // [h] ALiBi slopes when alibi_
+  std::size_t q_offset_ = 0, k_offset_ = 0;
+
+  // Forward state (what the last forward used, so backward and logit_asymmetry read the same).
+  bool has_forward_ = false;
+  bool self_ = true;
+  bool causal_ = false;
+  const RotaryEmbedding* rope_fwd_ = nullptr;
+  bool alibi_fwd_ = false;
+  std::size_t q_off_fwd_ = 0, k_off_fwd_ = 0;
+  std::size_t B_ = 0, Tq_ = 0, Tk_ = 0;
+  Tensor2 xq_;       // [B·Tq, D] copy of query (self: of x)
+  Tensor2 xkv_;      // [B·Tk, D] copy of key_value (cross only)
+  Tensor2 proj_q_;   // self: [B·T, 3D] (shared_qk: 2D) q|k|v rows; cross: [B·Tq, D] q rows
+  Tensor2 proj_kv_;  // cross: [B·Tk, 2D] k|v rows
+  Tensor4 q_, k_, v_;  // [B, h, Tq, d_k], [B, h, Tk, d_k] x2: heads after RoPE
+  Tensor4 probs_;      // [B, h, Tq, Tk] attention probabilities
+  Tensor4 ctx_;        // [B, h, Tq, d_k] context per head
+  Tensor3 ctx_merged_; // [B, Tq, D] concatenated heads (out_proj's input)
+
+  // Backward state.
+  bool has_kv_grad_ = false;
+  Tensor4 dprobs_;            // [B, h, Tq, Tk] dL/dP, then dL/dS in place
+  Tensor4 dq_, dk_, dv_;      // gradients of the heads
+  Tensor4 dctx_;              // [B, h, Tq, d_k]
+  Tensor2 dproj_q_, dproj_kv_;  // same layouts as proj_q_, proj_kv_
+  Tensor3 dkv_;               // [B, Tk, D] dL/dkey_value (cross)
+};
+
+}  // namespace seqlab

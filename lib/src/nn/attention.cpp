@@ -1,0 +1,473 @@
+#include "seqlab/nn/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include <xsimd/xsimd.hpp>
+
+#include "seqlab/core/gemm.hpp"
+#include "seqlab/nn/positional.hpp"
+
+namespace seqlab {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+using FBatch = xsimd::batch<float>;
+constexpr std::size_t kLanes = FBatch::size;
+#endif
+
+std::vector<std::size_t> shape2(std::size_t a, std::size_t b) { return {a, b}; }
+
+/// Heads of a projection: dst[b, i, t, :] = src[(b·T + t)·ld + col + i·dk + (0..dk)]
+/// (src rows [B·T, ld], dst [B, h, T, dk] contiguous).
+void split_heads(const float* src, std::size_t ld, std::size_t col, std::size_t B, std::size_t T,
+                 std::size_t h, std::size_t dk, float* dst) {
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t i = 0; i < h; ++i)
+      for (std::size_t t = 0; t < T; ++t)
+        std::memcpy(dst + ((b * h + i) * T + t) * dk, src + (b * T + t) * ld + col + i * dk,
+                    dk * sizeof(float));
+}
+
+/// Inverse of split_heads: dst[(b·T + t)·ld + col + i·dk + e] = (or +=) src[b, i, t, e].
+void merge_heads(const float* src, std::size_t B, std::size_t T, std::size_t h, std::size_t dk,
+                 float* dst, std::size_t ld, std::size_t col, bool accumulate) {
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t i = 0; i < h; ++i)
+      for (std::size_t t = 0; t < T; ++t) {
+        const float* s = src + ((b * h + i) * T + t) * dk;
+        float* d = dst + (b * T + t) * ld + col + i * dk;
+        if (accumulate) {
+          for (std::size_t e = 0; e < dk; ++e) d[e] += s[e];
+        } else {
+          std::memcpy(d, s, dk * sizeof(float));
+        }
+      }
+}
+
+/// dst[r, :] = row[0..W) for r < N (dst rows of stride W).
+void fill_rows(float* dst, std::size_t N, const float* row, std::size_t W) {
+  for (std::size_t r = 0; r < N; ++r) std::memcpy(dst + r * W, row, W * sizeof(float));
+}
+
+/// out[j] += Σ_r src[r·W + j] for j < W, r < N (sums in double).
+void add_column_sums(const float* src, std::size_t N, std::size_t W, float* out) {
+  std::vector<double> acc(W, 0.0);
+  for (std::size_t r = 0; r < N; ++r) {
+    const float* row = src + r * W;
+    for (std::size_t j = 0; j < W; ++j) acc[j] += row[j];
+  }
+  for (std::size_t j = 0; j < W; ++j) out[j] += static_cast<float>(acc[j]);
+}
+
+float max_of(const float* x, std::size_t n) {
+  float m = kNegInf;
+  std::size_t j = 0;
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+  if (n >= kLanes) {
+    FBatch bm(kNegInf);
+    for (; j + kLanes <= n; j += kLanes) bm = xsimd::max(bm, FBatch::load_unaligned(x + j));
+    alignas(64) float lanes[kLanes];
+    bm.store_aligned(lanes);
+    for (std::size_t l = 0; l < kLanes; ++l) m = std::max(m, lanes[l]);
+  }
+#endif
+  for (; j < n; ++j) m = std::max(m, x[j]);
+  return m;
+}
+
+/// x[j] <- exp(x[j] - m) for j < n (exp(−∞) = 0); returns Σ_j x[j].
+float exp_shift_sum(float* x, std::size_t n, float m) {
+  float s = 0.0f;
+  std::size_t j = 0;
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+  if (n >= kLanes) {
+    const FBatch bmax(m);
+    FBatch bs(0.0f);
+    for (; j + kLanes <= n; j += kLanes) {
+      const FBatch e = xsimd::exp(FBatch::load_unaligned(x + j) - bmax);
+      e.store_unaligned(x + j);
+      bs += e;
+    }
+    s = xsimd::hadd(bs);
+  }
+#endif
+  for (; j < n; ++j) {
+    x[j] = std::exp(x[j] - m);
+    s += x[j];
+  }
+  return s;
+}
+
+/// Σ_j a[j]·b[j] for j < n.
+float dot(const float* a, const float* b, std::size_t n) {
+  float s = 0.0f;
+  std::size_t j = 0;
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+  if (n >= kLanes) {
+    FBatch bs(0.0f);
+    for (; j + kLanes <= n; j += kLanes)
+      bs = xsimd::fma(FBatch::load_unaligned(a + j), FBatch::load_unaligned(b + j), bs);
+    s = xsimd::hadd(bs);
+  }
+#endif
+  for (; j < n; ++j) s += a[j] * b[j];
+  return s;
+}
+
+/// Softmax of x[0, n) in place, row max subtracted; a row of all −∞ (or n = 0) becomes zeros.
+void softmax_inplace(float* x, std::size_t n) {
+  const float m = max_of(x, n);
+  if (m == kNegInf) {
+    std::fill(x, x + n, 0.0f);
+    return;
+  }
+  const float inv = 1.0f / exp_shift_sum(x, n, m);
+  for (std::size_t j = 0; j < n; ++j) x[j] *= inv;
+}
+
+/// Number of keys query row i may see under the causal mask: keys j with k_off + j <= q_off + i.
+std::size_t causal_limit(std::size_t i, std::size_t Tk, std::size_t q_off, std::size_t k_off) {
+  const std::size_t pos_q = q_off + i;
+  if (pos_q + 1 <= k_off) return 0;
+  return std::min(Tk, pos_q + 1 - k_off);
+}
+
+}  // namespace
+
+MultiheadAttention::MultiheadAttention(std::size_t d_model, std::size_t n_heads, Rng& rng, bool shared_qk,
+                                       bool bias)
+    : in_proj_weight("in_proj_weight", shape2((shared_qk ? 2 : 3) * d_model, d_model)),
+      in_proj_bias("in_proj_bias", {bias ? (shared_qk ? 2 : 3) * d_model : std::size_t{0}}),
+      // nn.MultiheadAttention builds out_proj (an nn.Linear: weight and bias drawn) before
+      // _reset_parameters draws in_proj_weight; the same order here. Checked below for d_model 0.
+      out_proj(d_model == 0 ? 1 : d_model, d_model == 0 ? 1 : d_model, rng, bias),
+      d_model_(d_model),
+      n_heads_(n_heads),
+      head_dim_(n_heads == 0 ? 0 : d_model / n_heads),
+      shared_qk_(shared_qk),
+      has_bias_(bias) {
+  if (d_model == 0 || n_heads == 0 || d_model % n_heads != 0)
+    throw std::invalid_argument("MultiheadAttention: d_model = " + std::to_string(d_model) +
+                                ", n_heads = " + std::to_string(n_heads) +
+                                "; both must be >= 1 and d_model divisible by n_heads");
+  // _reset_parameters: xavier_uniform_(in_proj_weight) over [3D, D]: a = sqrt(6 / (fan_in + fan_out)).
+  const float a = std::sqrt(6.0f / static_cast<float>(d_model + 3 * d_model));
+  rng.fill_uniform(in_proj_weight.value, -a, a);
+  // constant_(in_proj_bias, 0), constant_(out_proj.bias, 0): Parameter values start at 0 already.
+  if (has_bias_) out_proj.bias.value.fill(0.0f);
+}
+
+void MultiheadAttention::collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) {
+  out.push_back({prefix + in_proj_weight.name, &in_proj_weight});
+  if (has_bias_) out.push_back({prefix + in_proj_bias.name, &in_proj_bias});
+  out_proj.collect_parameters(prefix + "out_proj.", out);
+}
+
+void MultiheadAttention::check_parameters() const {
+  const std::vector<std::size_t> ws{proj_rows(), d_model_};
+  const std::vector<std::size_t> bs{has_bias_ ? proj_rows() : 0};
+  const auto same = [](const auto& shape, const std::vector<std::size_t>& want) {
+    return std::equal(shape.begin(), shape.end(), want.begin(), want.end());
+  };
+  if (!same(in_proj_weight.value.shape(), ws) || !same(in_proj_weight.grad.shape(), ws))
+    throw ShapeError("MultiheadAttention.in_proj_weight: expected shape " + shape_string(ws) + ", got value " +
+                     shape_string(in_proj_weight.value.shape()) + ", grad " +
+                     shape_string(in_proj_weight.grad.shape()));
+  if (!same(in_proj_bias.value.shape(), bs) || !same(in_proj_bias.grad.shape(), bs))
+    throw ShapeError("MultiheadAttention.in_proj_bias: expected shape " + shape_string(bs) + ", got value " +
+                     shape_string(in_proj_bias.value.shape()) + ", grad " +
+                     shape_string(in_proj_bias.grad.shape()));
+}
+
+void MultiheadAttention::set_rope(const RotaryEmbedding* rope) {
+  if (rope && rope->config().head_dim != head_dim_)
+    throw std::invalid_argument("MultiheadAttention.set_rope: rope head_dim = " +
+                                std::to_string(rope->config().head_dim) + "; must equal d_model / n_heads = " +
+                                std::to_string(head_dim_));
+  rope_ = rope;
+}
+
+void MultiheadAttention::set_alibi(bool on) {
+  alibi_ = on;
+  if (on) slopes_ = alibi_slopes(n_heads_);
+}
+
+void MultiheadAttention::set_position_offsets(std::size_t q_offset, std::size_t k_offset) {
+  q_offset_ = q_offset;
+  k_offset_ = k_offset;
+}
+
+Tensor3 MultiheadAttention::forward(const Tensor3& query, const Tensor3& key_value, const AttentionMask& mask) {
+  return run_forward(query, &key_value, mask);
+}
+
+Tensor3 MultiheadAttention::forward(const Tensor3& x, const AttentionMask& mask) {
+  return run_forward(x, nullptr, mask);
+}
+
+Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key_value, const AttentionMask& mask) {
+  const long Ds = static_cast<long>(d_model_);
+  const bool self = key_value == nullptr;
+  check_shape(self ? "MultiheadAttention.forward x [B, T, d_model]" : "MultiheadAttention.forward query [B, Tq, d_model]",
+              query, {-1, -1, Ds});
+  const std::size_t B = query.shape()[0], Tq = query.shape()[1];
+  if (!self)
+    check_shape("MultiheadAttention.forward key_value [B, Tk, d_model]", *key_value,
+                {static_cast<long>(B), -1, Ds});
+  const std::size_t Tk = self ? Tq : key_value->shape()[1];
+  if (mask.key_padding)
+    check_shape(self ? "MultiheadAttention.forward mask.key_padding [B, T]"
+                     : "MultiheadAttention.forward mask.key_padding [B, Tk]",
+                *mask.key_padding, {static_cast<long>(B), static_cast<long>(Tk)});
+  if (rope_ && rope_->config().head_dim != head_dim_)  // set_rope checked it; the config may not change
+    throw std::invalid_argument("MultiheadAttention.forward: rope head_dim = " +
+                                std::to_string(rope_->config().head_dim) + "; must equal d_k = " +
+                                std::to_string(head_dim_));
+  check_parameters();
+
+  has_forward_ = false;
+  has_kv_grad_ = false;
+  const std::size_t D = d_model_, h = n_heads_, dk = head_dim_, R = proj_rows();
+  const std::size_t Nq = B * Tq, Nk = B * Tk, Bh = B * h;
+  self_ = self;
+  causal_ = mask.causal;
+  rope_fwd_ = rope_;
+  alibi_fwd_ = alibi_;
+  q_off_fwd_ = q_offset_;
+  k_off_fwd_ = k_offset_;
+  B_ = B;
+  Tq_ = Tq;
+  Tk_ = Tk;
+
+  const float* W = in_proj_weight.value.data();
+  const float* bias = in_proj_bias.value.data();
+  xq_.resize({Nq, D});
+  std::copy_n(query.data(), Nq * D, xq_.data());
+  q_.resize({B, h, Tq, dk});
+  k_.resize({B, h, Tk, dk});
+  v_.resize({B, h, Tk, dk});
+  if (self) {
+    // proj[N, R] = X W_inᵀ + b_in: q | k | v (shared_qk: qk | v) in one GEMM.
+    proj_q_.resize({Nq, R});
+    if (has_bias_) fill_rows(proj_q_.data(), Nq, bias, R);
+    gemm(false, true, Nq, R, D, 1.0f, xq_.data(), D, W, D, has_bias_ ? 1.0f : 0.0f, proj_q_.data(), R);
+    const std::size_t kcol = shared_qk_ ? 0 : D, vcol = R - D;
+    split_heads(proj_q_.data(), R, 0, B, Tq, h, dk, q_.data());
+    split_heads(proj_q_.data(), R, kcol, B, Tk, h, dk, k_.data());
+    split_heads(proj_q_.data(), R, vcol, B, Tk, h, dk, v_.data());
+  } else {
+    // q = X_q W_Qᵀ + b_Q; [k | v] = X_kv [W_K; W_V]ᵀ + [b_K; b_V] (rows r0.. of the packed weight:
+    // D for q|k|v, 0 for shared qk|v).
+    const std::size_t r0 = shared_qk_ ? 0 : D;
+    xkv_.resize({Nk, D});
+    std::copy_n(key_value->data(), Nk * D, xkv_.data());
+    proj_q_.resize({Nq, D});
+    proj_kv_.resize({Nk, 2 * D});
+    if (has_bias_) {
+      fill_rows(proj_q_.data(), Nq, bias, D);
+      fill_rows(proj_kv_.data(), Nk, bias + r0, 2 * D);
+    }
+    const float beta = has_bias_ ? 1.0f : 0.0f;
+    gemm(false, true, Nq, D, D, 1.0f, xq_.data(), D, W, D, beta, proj_q_.data(), D);
+    gemm(false, true, Nk, 2 * D, D, 1.0f, xkv_.data(), D, W + r0 * D, D, beta, proj_kv_.data(), 2 * D);
+    split_heads(proj_q_.data(), D, 0, B, Tq, h, dk, q_.data());
+    split_heads(proj_kv_.data(), 2 * D, 0, B, Tk, h, dk, k_.data());
+    split_heads(proj_kv_.data(), 2 * D, D, B, Tk, h, dk, v_.data());
+  }
+  if (rope_) {  // RoFormer eq. 34 on every head: q at q_offset + t, k at k_offset + t
+    rope_->rotate(q_.data(), Bh, Tq, q_offset_, false);
+    rope_->rotate(k_.data(), Bh, Tk, k_offset_, false);
+  }
+
+  // S = Q Kᵀ / √d_k per head ([Tq, d_k] x [d_k, Tk]), into probs_, then the masked softmax in place.
+  probs_.resize({B, h, Tq, Tk});
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
+  gemm_strided_batched(false, true, Tq, Tk, dk, scale, q_.data(), dk, Tq * dk, k_.data(), dk, Tk * dk, 0.0f,
+                       probs_.data(), Tk, Tq * Tk, Bh);
+  masked_softmax(mask.key_padding);
+
+  // head_i = P_i V_i ([Tq, Tk] x [Tk, d_k]); concat heads; out_proj.
+  ctx_.resize({B, h, Tq, dk});
+  gemm_strided_batched(false, false, Tq, dk, Tk, 1.0f, probs_.data(), Tk, Tq * Tk, v_.data(), dk, Tk * dk, 0.0f,
+                       ctx_.data(), dk, Tq * dk, Bh);
+  ctx_merged_.resize({B, Tq, D});
+  merge_heads(ctx_.data(), B, Tq, h, dk, ctx_merged_.data(), D, 0, false);
+  Tensor3 y = out_proj.forward(ctx_merged_);
+  has_forward_ = true;
+  return y;
+}
+
+void MultiheadAttention::masked_softmax(const PaddingMask* key_padding) {
+  const std::size_t B = B_, h = n_heads_, Tq = Tq_, Tk = Tk_;
+  std::vector<float> pad_bias(Tk, 0.0f);  // 0 for a visible key, −∞ for a padded one
+  for (std::size_t b = 0; b < B; ++b) {
+    bool any_pad = false;
+    if (key_padding) {
+      for (std::size_t j = 0; j < Tk; ++j) {
+        const bool padded = (*key_padding)(b, j) != 0;
+        pad_bias[j] = padded ? kNegInf : 0.0f;
+        any_pad = any_pad || padded;
+      }
+    }
+    for (std::size_t i = 0; i < h; ++i) {
+      const float slope = alibi_fwd_ ? slopes_(i) : 0.0f;
+      for (std::size_t r = 0; r < Tq; ++r) {
+        float* row = probs_.data() + ((b * h + i) * Tq + r) * Tk;
+        const std::size_t n = causal_ ? causal_limit(r, Tk, q_off_fwd_, k_off_fwd_) : Tk;
+        if (alibi_fwd_) {
+          // −m·|pos_q − pos_k|; equal to the causal −m·(pos_q − pos_k) on the visible keys.
+          const float pq = static_cast<float>(q_off_fwd_ + r);
+          const float k0 = static_cast<float>(k_off_fwd_);
+          for (std::size_t j = 0; j < n; ++j) row[j] -= slope * std::abs(pq - (k0 + static_cast<float>(j)));
+        }
+        if (any_pad)
+          for (std::size_t j = 0; j < n; ++j) row[j] += pad_bias[j];
+        softmax_inplace(row, n);
+        std::fill(row + n, row + Tk, 0.0f);  // causally masked keys
+      }
+    }
+  }
+}
+
+Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
+  if (!has_forward_) throw std::logic_error("MultiheadAttention.backward called before forward");
+  const std::size_t B = B_, Tq = Tq_, Tk = Tk_, D = d_model_, h = n_heads_, dk = head_dim_, R = proj_rows();
+  const std::size_t Nq = B * Tq, Nk = B * Tk, Bh = B * h;
+  check_shape("MultiheadAttention.backward dy [B, Tq, d_model]", dy,
+              {static_cast<long>(B), static_cast<long>(Tq), static_cast<long>(D)});
+  check_parameters();
+  has_kv_grad_ = false;
+
+  // y = ctx_merged W_Oᵀ + b_O  ->  dctx_merged; out_proj.{weight, bias}.grad added by Linear.
+  const Tensor3 dctx_merged = out_proj.backward(dy);
+  dctx_.resize({B, h, Tq, dk});
+  split_heads(dctx_merged.data(), D, 0, B, Tq, h, dk, dctx_.data());
+
+  // head = P V  ->  dP = dhead Vᵀ ([Tq, d_k] x [d_k, Tk]);  dV = Pᵀ dhead ([Tk, Tq] x [Tq, d_k]).
+  dprobs_.resize({B, h, Tq, Tk});
+  dv_.resize({B, h, Tk, dk});
+  gemm_strided_batched(false, true, Tq, Tk, dk, 1.0f, dctx_.data(), dk, Tq * dk, v_.data(), dk, Tk * dk, 0.0f,
+                       dprobs_.data(), Tk, Tq * Tk, Bh);
+  gemm_strided_batched(true, false, Tk, dk, Tq, 1.0f, probs_.data(), Tk, Tq * Tk, dctx_.data(), dk, Tq * dk, 0.0f,
+                       dv_.data(), dk, Tk * dk, Bh);
+
+  // P = softmax(S)  ->  dS = P ⊙ (dP − rowsum(dP ⊙ P)), in place (masked entries: P = 0 -> dS = 0).
+  {
+    const float* P = probs_.data();
+    float* G = dprobs_.data();
+    const std::size_t rows = Bh * Tq;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* p = P + r * Tk;
+      float* g = G + r * Tk;
+      const float s = dot(p, g, Tk);
+      for (std::size_t j = 0; j < Tk; ++j) g[j] = p[j] * (g[j] - s);
+    }
+  }
+
+  // S = Q Kᵀ / √d_k  ->  dQ = dS K / √d_k;  dK = dSᵀ Q / √d_k.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
+  dq_.resize({B, h, Tq, dk});
+  dk_.resize({B, h, Tk, dk});
+  gemm_strided_batched(false, false, Tq, dk, Tk, scale, dprobs_.data(), Tk, Tq * Tk, k_.data(), dk, Tk * dk, 0.0f,
+                       dq_.data(), dk, Tq * dk, Bh);
+  gemm_strided_batched(true, false, Tk, dk, Tq, scale, dprobs_.data(), Tk, Tq * Tk, q_.data(), dk, Tq * dk, 0.0f,
+                       dk_.data(), dk, Tk * dk, Bh);
+  if (rope_fwd_) {  // q̃ = R q  ->  dq = Rᵀ dq̃ (same for k)
+    rope_fwd_->rotate(dq_.data(), Bh, Tq, q_off_fwd_, true);
+    rope_fwd_->rotate(dk_.data(), Bh, Tk, k_off_fwd_, true);
+  }
+
+  float* Wg = in_proj_weight.grad.data();
+  float* bg = in_proj_bias.grad.data();
+  const float* W = in_proj_weight.value.data();
+  Tensor3 dx({B, Tq, D});
+  if (self_) {
+    // proj = X W_inᵀ + b_in  ->  dW_in += dprojᵀ X;  db_in += Σ_rows dproj;  dX = dproj W_in.
+    dproj_q_.resize({Nq, R});
+    const std::size_t kcol = shared_qk_ ? 0 : D, vcol = R - D;
+    merge_heads(dq_.data(), B, Tq, h, dk, dproj_q_.data(), R, 0, false);
+    merge_heads(dk_.data(), B, Tk, h, dk, dproj_q_.data(), R, kcol, shared_qk_);  // shared: dQK = dQ + dK
+    merge_heads(dv_.data(), B, Tk, h, dk, dproj_q_.data(), R, vcol, false);
+    gemm(true, false, R, D, Nq, 1.0f, dproj_q_.data(), R, xq_.data(), D, 1.0f, Wg, D);
+    if (has_bias_) add_column_sums(dproj_q_.data(), Nq, R, bg);
+    gemm(false, false, Nq, D, R, 1.0f, dproj_q_.data(), R, W, D, 0.0f, dx.data(), D);
+  } else {
+    const std::size_t r0 = shared_qk_ ? 0 : D;
+    dproj_q_.resize({Nq, D});
+    dproj_kv_.resize({Nk, 2 * D});
+    merge_heads(dq_.data(), B, Tq, h, dk, dproj_q_.data(), D, 0, false);
+    merge_heads(dk_.data(), B, Tk, h, dk, dproj_kv_.data(), 2 * D, 0, false);
+    merge_heads(dv_.data(), B, Tk, h, dk, dproj_kv_.data(), 2 * D, D, false);
+    // q = X_q W_Qᵀ + b_Q: rows 0..D-1 of the packed weight.
+    gemm(true, false, D, D, Nq, 1.0f, dproj_q_.data(), D, xq_.data(), D, 1.0f, Wg, D);
+    // [k | v] = X_kv W_{r0..r0+2D}ᵀ + b: rows r0.. (shared: the qk rows get dQ and dK both).
+    gemm(true, false, 2 * D, D, Nk, 1.0f, dproj_kv_.data(), 2 * D, xkv_.data(), D, 1.0f, Wg + r0 * D, D);
+    if (has_bias_) {
+      add_column_sums(dproj_q_.data(), Nq, D, bg);
+      add_column_sums(dproj_kv_.data(), Nk, 2 * D, bg + r0);
+    }
+    gemm(false, false, Nq, D, D, 1.0f, dproj_q_.data(), D, W, D, 0.0f, dx.data(), D);
+    dkv_.resize({B, Tk, D});
+    gemm(false, false, Nk, D, 2 * D, 1.0f, dproj_kv_.data(), 2 * D, W + r0 * D, D, 0.0f, dkv_.data(), D);
+    has_kv_grad_ = true;
+  }
+  return dx;
+}
+
+const Tensor3& MultiheadAttention::key_value_grad() const {
+  if (has_forward_ && self_)
+    throw std::logic_error(
+        "MultiheadAttention.key_value_grad: the last forward was self-attention; backward returned the "
+        "total dL/dx");
+  if (!has_kv_grad_)
+    throw std::logic_error("MultiheadAttention.key_value_grad: no backward after a cross-attention forward");
+  return dkv_;
+}
+
+const Tensor4& MultiheadAttention::attention_probs() const {
+  if (!has_forward_) throw std::logic_error("MultiheadAttention.attention_probs: no forward has run");
+  return probs_;
+}
+
+double MultiheadAttention::logit_asymmetry() const {
+  if (!has_forward_) throw std::logic_error("MultiheadAttention.logit_asymmetry: no forward has run");
+  if (!self_)
+    throw std::logic_error("MultiheadAttention.logit_asymmetry: the last forward was cross-attention; "
+                           "defined for self-attention only");
+  const std::size_t B = B_, h = n_heads_, T = Tq_, dk = head_dim_;
+  if (B * h == 0 || T == 0) return 0.0;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
+  std::vector<float> S(T * T);
+  double total = 0.0;
+  for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t i = 0; i < h; ++i) {
+      const std::size_t g = b * h + i;
+      gemm(false, true, T, T, dk, scale, q_.data() + g * T * dk, dk, k_.data() + g * T * dk, dk, 0.0f, S.data(), T);
+      if (alibi_fwd_) {
+        const double m = slopes_(i);
+        for (std::size_t r = 0; r < T; ++r)
+          for (std::size_t c = 0; c < T; ++c) {
+            const double dist = static_cast<double>(q_off_fwd_ + r) - static_cast<double>(k_off_fwd_ + c);
+            S[r * T + c] -= static_cast<float>(m * (causal_ ? dist : std::abs(dist)));
+          }
+      }
+      double num = 0.0, den = 0.0;
+      for (std::size_t r = 0; r < T; ++r)
+        for (std::size_t c = 0; c < T; ++c) {
+          const double s = S[r * T + c], d = s - S[c * T + r];
+          num += d * d;
+          den += s * s;
+        }
+      total += den > 0.0 ? std::sqrt(num / den) : 0.0;
+    }
+  }
+  return total / static_cast<double>(B * h);
+}
+
+}  // namespace seqlab
