@@ -24,7 +24,7 @@ BUILD_DIR=${SEQLAB_BUILD_DIR:-build/release}
 PYTHON=${PYTHON:-/usr/bin/python3}
 
 say() { printf '[run_all] %s\n' "$*" >&2; }
-die() { printf '[run_all] error: %s\n' "$*" >&2; exit "${2:-1}"; }
+die() { printf '[run_all] error: %s\n' "$1" >&2; exit "${2:-1}"; }
 
 install_deps() {
   local missing=() p
@@ -67,10 +67,12 @@ run_experiment() {
   [ -x "$bin" ] || die "experiment binary $bin not built"
   local n
   n=$("$bin" --scale "$scale" --list-cells | wc -l)
-  say "$name: $n cells at scale '$scale', $jobs at a time (1 thread each)"
+  local done_before
+  done_before=$(find "$out/cells" -maxdepth 1 -name '*.json' 2>/dev/null | wc -l)
+  say "$name: $n cells at scale '$scale', $jobs at a time (1 thread each); $done_before cell files already in $out/cells (finished cells are skipped${force:+, but --force recomputes them})"
   # One process per cell, as one Slurm array task would run it; finished cells are skipped.
   seq 0 $((n - 1)) | xargs -P "$jobs" -I{} \
-    "$bin" --scale "$scale" --cell {} --threads 1 --out "$out" --quiet $force
+    "$bin" --scale "$scale" --cell {} --threads 1 --out "$out" $force
   "$bin" --scale "$scale" --merge --out "$out"
   if [ -f "plots/plot_$name.py" ]; then
     "$PYTHON" "plots/plot_$name.py" "$out"
@@ -103,7 +105,7 @@ case "${1:-all}" in
   deps) install_deps ;;
   build) install_deps; build ;;
   all) shift || true; main_job "$@" ;;
+  -h|--help|help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' ;;
   --*) main_job "$@" ;;
-  -h|--help|help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) die "unknown command '$1' (allowed: test, deps, build, all, or options of the main job; see --help)" 2 ;;
 esac

@@ -58,10 +58,10 @@ def main(argv):
                         if r["model"] == model and int(num(r, "T", final_path)) == T]
                 if base:
                     ax.axhline(base[0], color=color, linestyle="--", linewidth=1)
-            ax.set_yscale("log")
+            st.label_log_axis(ax, "y")
             ax.set_xlabel("training step")
             ax.set_ylabel("training cross-entropy (nats per position)")
-            ax.set_title(f"{model.upper()} on copy memory\n(dashed: best memoryless predictor; {note})",
+            ax.set_title(f"{model.upper()} on copy memory, log scale\n(dashed: best memoryless predictor; {note})",
                          fontsize=9)
             ax.legend(fontsize=8)
         p1 = st.save(fig, out_dir, NAME + "_curves")
@@ -88,9 +88,9 @@ def main(argv):
         ax.set_xticks(Ts)
         ax.set_xticklabels([str(T) for T in Ts])
         ax.set_ylim(0, 1.02)
-        ax.set_xlabel("delay T (time steps between symbols and recall)")
+        ax.set_xlabel("blank length T (recall distance T + 10 steps)")
         ax.set_ylabel("recall accuracy on the 10 symbols (fraction)")
-        ax.set_title(f"Copy memory: recall vs delay ({note})", fontsize=9)
+        ax.set_title(f"Copy memory: recall vs blank length ({note})", fontsize=9)
         ax.legend(fontsize=8)
         p2 = st.save(fig, out_dir, NAME + "_accuracy")
     except st.DataError as e:
