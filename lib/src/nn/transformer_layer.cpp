@@ -1,0 +1,223 @@
+#include "seqlab/nn/transformer_layer.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace seqlab {
+
+namespace {
+
+const TransformerLayerConfig& validated(const TransformerLayerConfig& cfg) {
+  cfg.validate();
+  return cfg;
+}
+
+// One residual sub-layer (Vaswani et al. §3.1 / Xiong et al. 2020):
+//   pre:  y = z + drop(sub(norm(z)))        post: y = norm(z + drop(sub(z)))
+template <class Sub>
+Tensor3 residual_forward(bool pre, Norm& norm, Dropout& drop, const Tensor3& z,
+                         const PaddingMask* pad, Sub&& sub) {
+  if (pre) {
+    const Tensor3 n = norm.forward(z, pad);          // n = norm(z)
+    const Tensor3 s = drop.forward(sub(n));          // s = drop(sub(n))
+    Tensor3 y = z + s;                               // y = z + s
+    return y;
+  }
+  const Tensor3 s = drop.forward(sub(z));            // s = drop(sub(z))
+  const Tensor3 r = z + s;                           // r = z + s
+  return norm.forward(r, pad);                       // y = norm(r)
+}
+
+// The backward of residual_forward; sub_back(ds) returns dL/d(sub's input) and adds its grads.
+template <class SubBack>
+Tensor3 residual_backward(bool pre, Norm& norm, Dropout& drop, const Tensor3& dy, SubBack&& sub_back) {
+  if (pre) {
+    const Tensor3 dn = sub_back(drop.backward(dy));  // s = drop(sub(n))
+    const Tensor3 dz_norm = norm.backward(dn);       // n = norm(z)
+    Tensor3 dz = dy + dz_norm;                       // y = z + s: both paths
+    return dz;
+  }
+  const Tensor3 dr = norm.backward(dy);              // y = norm(r)
+  const Tensor3 dz_sub = sub_back(drop.backward(dr));  // s = drop(sub(z))
+  Tensor3 dz = dr + dz_sub;                          // r = z + s
+  return dz;
+}
+
+}  // namespace
+
+void TransformerLayerConfig::validate() const {
+  const std::string p = "TransformerLayerConfig: ";
+  if (d_model == 0) throw std::invalid_argument(p + "d_model = 0; must be >= 1");
+  if (n_heads == 0) throw std::invalid_argument(p + "n_heads = 0; must be >= 1");
+  if (d_model % n_heads != 0)
+    throw std::invalid_argument(p + "d_model = " + std::to_string(d_model) +
+                                " is not divisible by n_heads = " + std::to_string(n_heads));
+  if (d_ff == 0) throw std::invalid_argument(p + "d_ff = 0; must be >= 1");
+  if (activation != "relu" && activation != "gelu")
+    throw std::invalid_argument(p + "activation = '" + activation + "'; allowed relu, gelu");
+  if (!(dropout >= 0.0f && dropout < 1.0f))
+    throw std::invalid_argument(p + "dropout = " + std::to_string(dropout) + "; must be in [0, 1)");
+  if (norm != "layer_norm" && norm != "rms_norm" && norm != "batch_norm" &&
+      norm != "masked_batch_norm" && norm != "none")
+    throw std::invalid_argument(p + "norm = '" + norm +
+                                "'; allowed layer_norm, batch_norm, masked_batch_norm, rms_norm, none");
+  if (norm_placement != "pre" && norm_placement != "post")
+    throw std::invalid_argument(p + "norm_placement = '" + norm_placement + "'; allowed pre, post");
+}
+
+// --- encoder ------------------------------------------------------------------------------------
+
+TransformerEncoderLayer::TransformerEncoderLayer(const TransformerLayerConfig& cfg, Rng& rng)
+    : self_attn(validated(cfg).d_model, cfg.n_heads, rng, cfg.shared_qk),
+      ff(cfg.d_model, cfg.d_ff, rng, cfg.activation, cfg.dropout, derive_seed(cfg.seed, 3)),
+      norm1(make_norm(cfg.norm, cfg.d_model)),
+      norm2(make_norm(cfg.norm, cfg.d_model)),
+      dropout1(cfg.dropout, derive_seed(cfg.seed, 1)),
+      dropout2(cfg.dropout, derive_seed(cfg.seed, 2)),
+      cfg_(cfg) {}
+
+void TransformerEncoderLayer::set_training(bool training) {
+  Module::set_training(training);
+  self_attn.set_training(training);
+  ff.set_training(training);
+  norm1->set_training(training);
+  norm2->set_training(training);
+  dropout1.set_training(training);
+  dropout2.set_training(training);
+}
+
+void TransformerEncoderLayer::collect_parameters(const std::string& prefix,
+                                                 std::vector<NamedParameter>& out) {
+  self_attn.collect_parameters(prefix + "self_attn.", out);
+  ff.collect_parameters(prefix, out);  // "linear1.*", "linear2.*"
+  norm1->collect_parameters(prefix + "norm1.", out);
+  norm2->collect_parameters(prefix + "norm2.", out);
+}
+
+Tensor3 TransformerEncoderLayer::forward(const Tensor3& x, const AttentionMask& mask,
+                                         const PaddingMask* padding_for_norms) {
+  check_shape("TransformerEncoderLayer.forward: x", x, {-1, -1, static_cast<long>(cfg_.d_model)});
+  const bool pre = cfg_.pre_norm();
+  const Tensor3 x1 = residual_forward(pre, *norm1, dropout1, x, padding_for_norms,
+                                      [&](const Tensor3& z) { return self_attn.forward(z, mask); });
+  Tensor3 y = residual_forward(pre, *norm2, dropout2, x1, padding_for_norms,
+                               [&](const Tensor3& z) { return ff.forward(z); });
+  b_ = x.shape()[0];
+  t_ = x.shape()[1];
+  cached_ = true;
+  return y;
+}
+
+Tensor3 TransformerEncoderLayer::backward(const Tensor3& dy) {
+  if (!cached_) throw std::logic_error("TransformerEncoderLayer.backward: called before forward");
+  check_shape("TransformerEncoderLayer.backward: dy", dy,
+              {static_cast<long>(b_), static_cast<long>(t_), static_cast<long>(cfg_.d_model)});
+  const bool pre = cfg_.pre_norm();
+  const Tensor3 dx1 = residual_backward(pre, *norm2, dropout2, dy,
+                                        [&](const Tensor3& d) { return ff.backward(d); });
+  return residual_backward(pre, *norm1, dropout1, dx1,
+                           [&](const Tensor3& d) { return self_attn.backward(d); });
+}
+
+// --- decoder ------------------------------------------------------------------------------------
+
+TransformerDecoderLayer::TransformerDecoderLayer(const TransformerLayerConfig& cfg, Rng& rng,
+                                                 bool cross_attention)
+    : self_attn(validated(cfg).d_model, cfg.n_heads, rng, cfg.shared_qk),
+      multihead_attn(cross_attention ? std::make_unique<MultiheadAttention>(cfg.d_model, cfg.n_heads, rng)
+                                     : nullptr),
+      ff(cfg.d_model, cfg.d_ff, rng, cfg.activation, cfg.dropout, derive_seed(cfg.seed, 4)),
+      norm1(make_norm(cfg.norm, cfg.d_model)),
+      norm2(make_norm(cfg.norm, cfg.d_model)),
+      norm3(cross_attention ? make_norm(cfg.norm, cfg.d_model) : nullptr),
+      dropout1(cfg.dropout, derive_seed(cfg.seed, 1)),
+      dropout2(cfg.dropout, derive_seed(cfg.seed, 2)),
+      dropout3(cfg.dropout, derive_seed(cfg.seed, 3)),
+      cfg_(cfg),
+      cross_(cross_attention) {}
+
+void TransformerDecoderLayer::set_training(bool training) {
+  Module::set_training(training);
+  self_attn.set_training(training);
+  if (multihead_attn) multihead_attn->set_training(training);
+  ff.set_training(training);
+  norm1->set_training(training);
+  norm2->set_training(training);
+  if (norm3) norm3->set_training(training);
+  dropout1.set_training(training);
+  dropout2.set_training(training);
+  dropout3.set_training(training);
+}
+
+void TransformerDecoderLayer::collect_parameters(const std::string& prefix,
+                                                 std::vector<NamedParameter>& out) {
+  self_attn.collect_parameters(prefix + "self_attn.", out);
+  if (multihead_attn) multihead_attn->collect_parameters(prefix + "multihead_attn.", out);
+  ff.collect_parameters(prefix, out);  // "linear1.*", "linear2.*"
+  norm1->collect_parameters(prefix + "norm1.", out);
+  norm2->collect_parameters(prefix + "norm2.", out);
+  if (norm3) norm3->collect_parameters(prefix + "norm3.", out);
+}
+
+Tensor3 TransformerDecoderLayer::forward(const Tensor3& x, const Tensor3* memory,
+                                         const AttentionMask& self_mask,
+                                         const AttentionMask& memory_mask,
+                                         const PaddingMask* padding_for_norms) {
+  check_shape("TransformerDecoderLayer.forward: x", x, {-1, -1, static_cast<long>(cfg_.d_model)});
+  if (cross_ && memory == nullptr)
+    throw std::invalid_argument(
+        "TransformerDecoderLayer.forward: memory = nullptr, but the layer was built with "
+        "cross_attention = true (pass the encoder output [B, S, D])");
+  if (!cross_ && memory != nullptr)
+    throw std::invalid_argument(
+        "TransformerDecoderLayer.forward: memory given, but the layer was built with "
+        "cross_attention = false (decoder-only block); pass nullptr");
+  const bool pre = cfg_.pre_norm();
+  Tensor3 h = residual_forward(pre, *norm1, dropout1, x, padding_for_norms,
+                               [&](const Tensor3& z) { return self_attn.forward(z, self_mask); });
+  if (cross_) {
+    h = residual_forward(pre, *norm2, dropout2, h, padding_for_norms, [&](const Tensor3& z) {
+      return multihead_attn->forward(z, *memory, memory_mask);
+    });
+  }
+  Norm& ff_norm = cross_ ? *norm3 : *norm2;
+  Tensor3 y = residual_forward(pre, ff_norm, dropout3, h, padding_for_norms,
+                               [&](const Tensor3& z) { return ff.forward(z); });
+  b_ = x.shape()[0];
+  t_ = x.shape()[1];
+  cached_ = true;
+  has_memory_grad_ = false;
+  return y;
+}
+
+Tensor3 TransformerDecoderLayer::backward(const Tensor3& dy) {
+  if (!cached_) throw std::logic_error("TransformerDecoderLayer.backward: called before forward");
+  check_shape("TransformerDecoderLayer.backward: dy", dy,
+              {static_cast<long>(b_), static_cast<long>(t_), static_cast<long>(cfg_.d_model)});
+  const bool pre = cfg_.pre_norm();
+  Norm& ff_norm = cross_ ? *norm3 : *norm2;
+  Tensor3 dh = residual_backward(pre, ff_norm, dropout3, dy,
+                                 [&](const Tensor3& d) { return ff.backward(d); });
+  if (cross_) {
+    dh = residual_backward(pre, *norm2, dropout2, dh, [&](const Tensor3& d) {
+      Tensor3 dq = multihead_attn->backward(d);
+      dmemory_ = multihead_attn->key_value_grad();  // memory enters only as keys/values
+      return dq;
+    });
+    has_memory_grad_ = true;
+  }
+  return residual_backward(pre, *norm1, dropout1, dh,
+                           [&](const Tensor3& d) { return self_attn.backward(d); });
+}
+
+const Tensor3& TransformerDecoderLayer::memory_grad() const {
+  if (!cross_)
+    throw std::logic_error(
+        "TransformerDecoderLayer.memory_grad: the layer has no cross-attention (no memory)");
+  if (!has_memory_grad_)
+    throw std::logic_error("TransformerDecoderLayer.memory_grad: no backward since the last forward");
+  return dmemory_;
+}
+
+}  // namespace seqlab
