@@ -1,12 +1,14 @@
-// bench_layers: Google Benchmark micro-benchmarks of seqlab's recurrent and convolutional layers
-// (RNN, LSTM, GRU, TCN), forward and forward+backward, over a (batch, seq_len, hidden) grid, plus
-// SGEMM reference cases of the same shapes, so that a layer's FLOP rate can be read against the
+// bench_layers: Google Benchmark micro-benchmarks of seqlab's recurrent, convolutional and
+// attention layers (RNN, LSTM, GRU, TCN over a (batch, seq_len, hidden) grid; MultiheadAttention
+// and a Transformer encoder layer over a (batch, seq_len, d_model, n_heads) grid), forward and
+// forward+backward, plus SGEMM reference cases of the same shapes, so that a layer's FLOP rate can be read against the
 // machine's GEMM rate from the same run. What each case measures, the counters and their formulas,
 // and how to read the ratios: README.md beside this file.
 //
 // Legend: B batch, T seq_len, H hidden_size (= input_size D of the recurrent layers = channels C
 // of the TCN), G gate blocks (RNN 1, GRU 3, LSTM 4), L recurrent layers (1 here), k kernel_size
-// (3), Lv TCN levels (residual blocks, two convolutions each), M, N, K GEMM extents.
+// (3), Lv TCN levels (residual blocks, two convolutions each), M, N, K GEMM extents; for the
+// attention cases D d_model, h n_heads, d_k = D / h, F d_ff (= 4·D).
 //
 // Analytic FLOP counts (GEMM work only; a multiply-add is 2 FLOP; element-wise gate and activation
 // work, im2col copies and bias additions are not counted):
@@ -14,6 +16,10 @@
 //   recurrent backward  2 × forward                    (dW_ih, dW_hh, dx, dh_{t-1})
 //   TCN forward         Lv · 2 convs · 2·B·T·C·(k·C)   (im2col GEMM [B·T, k·C] × W̃ᵀ [k·C, C])
 //   TCN backward        2 × forward                    (dW̃ and dcols)
+//   MHA forward         2·B·T·D·3D + 2·B·T·D·D         (Q/K/V projection + output projection)
+//                       + 2·2·B·T²·D                   (scores Q_i K_iᵀ and context P_i V_i, all heads)
+//   encoder forward     MHA forward + 2·2·B·T·D·F      (feed-forward linear1 and linear2)
+//   MHA/encoder backward 2 × forward
 //   SGEMM               2·M·N·K
 // forward+backward cases count forward + backward = 3 × forward.
 #include <benchmark/benchmark.h>
@@ -30,8 +36,10 @@
 #include "seqlab/core/threads.hpp"
 #include "seqlab/nn/gru.hpp"
 #include "seqlab/nn/lstm.hpp"
+#include "seqlab/nn/attention.hpp"
 #include "seqlab/nn/rnn.hpp"
 #include "seqlab/nn/tcn.hpp"
+#include "seqlab/nn/transformer_layer.hpp"
 #include "seqlab/version.hpp"
 
 namespace {
@@ -51,6 +59,17 @@ constexpr const char* kDefaultMinTime = "--benchmark_min_time=0.05";
 const std::vector<std::int64_t> kBatches = {8, 32};
 const std::vector<std::int64_t> kSeqLens = {32, 128};
 const std::vector<std::int64_t> kHiddens = {64, 256};
+
+// Attention grid: batch, seq_len, d_model, n_heads (nthreads as above). seq_len 512 runs only
+// with the small batch (register_attention_cases) so the whole binary stays near a minute and a
+// half at the default min time.
+const std::vector<std::int64_t> kAttnBatches = {8, 32};
+const std::vector<std::int64_t> kAttnSeqLens = {32, 128};
+constexpr std::int64_t kAttnLongSeqLen = 512;
+constexpr std::int64_t kAttnLongBatch = 8;
+const std::vector<std::int64_t> kAttnDModels = {64, 256};
+const std::vector<std::int64_t> kAttnHeads = {4, 8};
+constexpr std::size_t kFfMultiplier = 4;  // d_ff = 4·d_model (Vaswani et al. 2017 §3.3)
 
 enum class Pass { forward, forward_backward };
 
@@ -72,6 +91,17 @@ double recurrent_forward_flops(double G, double B, double T, double D, double H,
 /// FLOPs of one forward of a TCN with `levels` blocks of C -> C channels (no downsample).
 double tcn_forward_flops(double B, double T, double C, double k, double levels) {
   return levels * 2.0 * (2.0 * B * T * C * (k * C));
+}
+
+/// FLOPs of one self-attention forward (formula in the file comment): Q/K/V and output
+/// projections plus the score and context products of all heads (independent of h).
+double mha_forward_flops(double B, double T, double D) {
+  return 2.0 * B * T * D * (3.0 * D) + 2.0 * B * T * D * D + 2.0 * 2.0 * B * T * T * D;
+}
+
+/// FLOPs of one encoder-layer forward: self-attention plus the feed-forward's two linears.
+double encoder_forward_flops(double B, double T, double D, double F) {
+  return mha_forward_flops(B, T, D) + 2.0 * 2.0 * B * T * D * F;
 }
 
 /// Smallest number of TCN levels whose receptive field 1 + 2·(k−1)·(2^Lv − 1) (tcn.hpp) is >= T.
@@ -178,6 +208,88 @@ void bm_tcn(benchmark::State& state, Pass pass) {
   state.SetLabel("levels=" + std::to_string(levels) + " rf=" + std::to_string(receptive_field));
 }
 
+/// Args: batch, seq_len, d_model, n_heads, nthreads. MultiheadAttention(D, h) self-attention on
+/// x [B, T, D] (no mask, causal off); forward, or forward then backward with a fixed dy.
+void bm_mha(benchmark::State& state, Pass pass) {
+  const auto B = static_cast<std::size_t>(state.range(0));
+  const auto T = static_cast<std::size_t>(state.range(1));
+  const auto D = static_cast<std::size_t>(state.range(2));
+  const auto h = static_cast<std::size_t>(state.range(3));
+  try {
+    seqlab::set_num_threads(static_cast<int>(state.range(4)));
+    Rng rng(seqlab::derive_seed(kSeed, B * T, D, h));
+    seqlab::MultiheadAttention attn(D, h, rng);
+    const seqlab::AttentionMask mask{};  // causal off, no padding
+    const Tensor3 x = random_tensor3(B, T, D, rng);
+    const Tensor3 dy = random_tensor3(B, T, D, rng);
+    {
+      Tensor3 y = attn.forward(x, mask);
+      if (pass == Pass::forward_backward) y = attn.backward(dy);
+    }
+    for (auto _ : state) {
+      Tensor3 y = attn.forward(x, mask);
+      benchmark::DoNotOptimize(y.data());
+      if (pass == Pass::forward_backward) {
+        Tensor3 dx = attn.backward(dy);
+        benchmark::DoNotOptimize(dx.data());
+      }
+      benchmark::ClobberMemory();
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  const double fwd = mha_forward_flops(B, T, D);
+  set_layer_counters(state, static_cast<double>(B * T), pass == Pass::forward ? fwd : 3.0 * fwd,
+                     1.0);
+}
+
+/// Args: batch, seq_len, d_model, n_heads, nthreads. TransformerEncoderLayer with pre-norm
+/// LayerNorm, d_ff = 4·D, relu, dropout 0 (train mode; dropout 0 draws nothing), no mask.
+void bm_encoder_layer(benchmark::State& state, Pass pass) {
+  const auto B = static_cast<std::size_t>(state.range(0));
+  const auto T = static_cast<std::size_t>(state.range(1));
+  const auto D = static_cast<std::size_t>(state.range(2));
+  const auto h = static_cast<std::size_t>(state.range(3));
+  const std::size_t F = kFfMultiplier * D;
+  try {
+    seqlab::set_num_threads(static_cast<int>(state.range(4)));
+    Rng rng(seqlab::derive_seed(kSeed, B * T, D, h));
+    seqlab::TransformerLayerConfig cfg;
+    cfg.d_model = D;
+    cfg.n_heads = h;
+    cfg.d_ff = F;
+    cfg.activation = "relu";
+    cfg.dropout = 0.0f;
+    cfg.norm = "layer_norm";
+    cfg.norm_placement = "pre";
+    cfg.seed = kSeed;
+    seqlab::TransformerEncoderLayer layer(cfg, rng);
+    const seqlab::AttentionMask mask{};
+    const Tensor3 x = random_tensor3(B, T, D, rng);
+    const Tensor3 dy = random_tensor3(B, T, D, rng);
+    {
+      Tensor3 y = layer.forward(x, mask);
+      if (pass == Pass::forward_backward) y = layer.backward(dy);
+    }
+    for (auto _ : state) {
+      Tensor3 y = layer.forward(x, mask);
+      benchmark::DoNotOptimize(y.data());
+      if (pass == Pass::forward_backward) {
+        Tensor3 dx = layer.backward(dy);
+        benchmark::DoNotOptimize(dx.data());
+      }
+      benchmark::ClobberMemory();
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  const double fwd = encoder_forward_flops(B, T, D, static_cast<double>(F));
+  set_layer_counters(state, static_cast<double>(B * T), pass == Pass::forward ? fwd : 3.0 * fwd,
+                     1.0);
+}
+
 /// Args: M, N, K, nthreads. C [M, N] = A [M, K] · Wᵀ (W stored [N, K]), beta = 0: the layout of
 /// every layer product x·Wᵀ in seqlab.
 void bm_sgemm(benchmark::State& state) {
@@ -231,6 +343,64 @@ void register_layer_cases() {
   }
 }
 
+/// Args: heads (= B·h), M, N, K, nthreads. The attention score product of every head at once,
+/// S_b [M, N] = Q_b [M, K] · K_bᵀ (K_b stored [N, K]), b < heads, contiguous per head, through
+/// seqlab::gemm_strided_batched (the call MultiheadAttention makes; M = N = T, K = d_k).
+void bm_sgemm_batched(benchmark::State& state) {
+  const auto batch = static_cast<std::size_t>(state.range(0));
+  const auto M = static_cast<std::size_t>(state.range(1));
+  const auto N = static_cast<std::size_t>(state.range(2));
+  const auto K = static_cast<std::size_t>(state.range(3));
+  try {
+    seqlab::set_num_threads(static_cast<int>(state.range(4)));
+    Rng rng(seqlab::derive_seed(kSeed, batch * M, N, K));
+    Tensor2 A = Tensor2::from_shape({batch * M, K});
+    Tensor2 W = Tensor2::from_shape({batch * N, K});
+    Tensor2 C = Tensor2::from_shape({batch * M, N});
+    rng.fill_uniform(A, -1.0f, 1.0f);
+    rng.fill_uniform(W, -1.0f, 1.0f);
+    auto run = [&] {
+      seqlab::gemm_strided_batched(false, true, M, N, K, 1.0f, A.data(), K, M * K, W.data(), K,
+                                   N * K, 0.0f, C.data(), N, M * N, batch);
+    };
+    run();
+    for (auto _ : state) {
+      run();
+      benchmark::DoNotOptimize(C.data());
+      benchmark::ClobberMemory();
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  state.counters["flop_per_s"] = benchmark::Counter(
+      2.0 * batch * M * N * K, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_attention_cases() {
+  const std::vector<std::int64_t> threads = thread_counts();
+  struct Case {
+    const char* name;
+    void (*fn)(benchmark::State&, Pass);
+  };
+  const Case cases[] = {
+      {"MHA", bm_mha},
+      {"EncoderLayer", bm_encoder_layer},
+  };
+  for (const Case& c : cases) {
+    for (Pass pass : {Pass::forward, Pass::forward_backward}) {
+      const std::string name =
+          std::string(c.name) + (pass == Pass::forward ? "_fwd" : "_fwdbwd");
+      benchmark::RegisterBenchmark(name.c_str(), c.fn, pass)
+          ->ArgNames({"batch", "seq_len", "d_model", "n_heads", "nthreads"})
+          ->ArgsProduct({kAttnBatches, kAttnSeqLens, kAttnDModels, kAttnHeads, threads})
+          ->ArgsProduct({{kAttnLongBatch}, {kAttnLongSeqLen}, kAttnDModels, kAttnHeads, threads})
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+}
+
 void register_sgemm_cases() {
   const std::vector<std::int64_t> threads = thread_counts();
   auto reg = [&](const char* name, const std::vector<std::vector<std::int64_t>>& shapes) {
@@ -264,6 +434,19 @@ void register_sgemm_cases() {
   reg("SGEMM_proj", proj);
   reg("SGEMM_conv", conv);
   reg("SGEMM_square", {{1024, 1024, 1024}});  // the machine's large-GEMM rate
+
+  // Attention scores of all heads: B·h blocks of Q_i [T, d_k] · K_iᵀ, for B = 8, h = 8 (64 heads)
+  // and every seq_len and d_model of the attention grid (d_k = D / 8).
+  auto* attn = benchmark::RegisterBenchmark("SGEMM_attn", bm_sgemm_batched)
+                   ->ArgNames({"heads", "M", "N", "K", "nthreads"})
+                   ->UseRealTime()
+                   ->Unit(benchmark::kMicrosecond);
+  std::vector<std::int64_t> attn_lens = kAttnSeqLens;
+  attn_lens.push_back(kAttnLongSeqLen);
+  constexpr std::int64_t kRefHeads = 8;
+  for (std::int64_t T : attn_lens)
+    for (std::int64_t D : kAttnDModels)
+      for (std::int64_t n : threads) attn->Args({kAttnLongBatch * kRefHeads, T, T, D / kRefHeads, n});
 }
 
 }  // namespace
@@ -281,6 +464,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   register_layer_cases();
+  register_attention_cases();
   register_sgemm_cases();
   benchmark::AddCustomContext("seqlab_version", seqlab::kVersion);
   benchmark::AddCustomContext("blas_config", seqlab::blas_config());
