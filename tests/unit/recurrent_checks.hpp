@@ -1,16 +1,19 @@
 #pragma once
-// Checks shared by test_nn_rnn.cpp and test_nn_gru.cpp: both layers have the same API (state is one
-// tensor [L, B, H]), so each check is a template over the layer type M (seqlab::RNN or seqlab::GRU).
-// A factory `make(input_size, hidden_size, num_layers, rng)` builds fresh layers of the same kind.
+// Checks shared by test_nn_rnn.cpp, test_nn_gru.cpp and test_nn_lstm.cpp: the three layers have the
+// same API but for the recurrent state, one tensor h [L, B, H] for the RNN and GRU and the pair
+// (h, c) (seqlab::LSTMState) for the LSTM. StateParts<S> lists a state's [L, B, H] parts so that
+// each check is one template over the layer type M (seqlab::RNN, GRU or LSTM). A factory
+// `make(input_size, hidden_size, num_layers, rng)` builds fresh layers of the same kind.
 //
 // Legend: B batch, T seq_len, D input_size, H hidden_size, L num_layers, G rows per gate block
-// (H for the RNN, 3H for the GRU).
+// (H for the RNN, 3H for the GRU, 4H for the LSTM), P parts of the state (1, or 2 for the LSTM).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -20,6 +23,7 @@
 #include "gradcheck.hpp"
 #include "seqlab/core/rng.hpp"
 #include "seqlab/core/tensor.hpp"
+#include "seqlab/nn/lstm.hpp"
 
 namespace seqlab::test {
 
@@ -40,10 +44,59 @@ inline Tensor3 time_slice(const Tensor3& x, std::size_t t0, std::size_t t1) {
   return Tensor3(xt::view(x, xt::all(), xt::range(t0, t1), xt::all()));
 }
 
-/// Layer k of a state [L, B, H] as a one-layer state [1, B, H].
-inline Tensor3 layer_state(const Tensor3& s, std::size_t k) {
-  Tensor3 out({1, s.shape()[1], s.shape()[2]});
-  xt::view(out, 0) = xt::view(s, k);
+/// The parts of a recurrent state S, each [L, B, H], in a fixed order (h first).
+template <class S>
+struct StateParts;
+
+template <>
+struct StateParts<Tensor3> {  // RNN, GRU: h
+  /// Fixture keys are <name>0, <name>_n, d<name>_n, grad_<name>0; gradcheck probes <name>0.
+  static std::vector<std::string> names() { return {"h"}; }
+  /// How forward / backward name the state argument in their errors.
+  static std::vector<std::string> forward_args() { return {"h0"}; }
+  static std::vector<std::string> backward_args() { return {"dh_n"}; }
+  template <class T>  // T = Tensor3 or const Tensor3
+  static std::vector<T*> of(T& s) { return {&s}; }
+  static Tensor3 zeros(std::size_t L, std::size_t B, std::size_t H) { return xt::zeros<float>({L, B, H}); }
+};
+
+template <>
+struct StateParts<LSTMState> {  // LSTM: (h, c)
+  static std::vector<std::string> names() { return {"h", "c"}; }
+  static std::vector<std::string> forward_args() { return {"state0.h", "state0.c"}; }
+  static std::vector<std::string> backward_args() { return {"dfinal.h", "dfinal.c"}; }
+  template <class T>  // T = LSTMState or const LSTMState
+  static auto of(T& s) { return std::vector<decltype(&s.h)>{&s.h, &s.c}; }
+  static LSTMState zeros(std::size_t L, std::size_t B, std::size_t H) {
+    return LSTMState{xt::zeros<float>({L, B, H}), xt::zeros<float>({L, B, H})};
+  }
+};
+
+/// The state type of layer type M (Tensor3 or LSTMState), as final_state() returns it.
+template <class M>
+using StateOf = std::decay_t<decltype(std::declval<M&>().final_state())>;
+
+/// A state [L, B, H] with every part drawn from N(0, 1), parts in order.
+template <class S>
+S random_state(std::size_t L, std::size_t B, std::size_t H, Rng& rng) {
+  S s = StateParts<S>::zeros(L, B, H);
+  for (Tensor3* p : StateParts<S>::of(s)) rng.fill_normal(*p, 0.0f, 1.0f);
+  return s;
+}
+
+/// The h part of a state.
+template <class S>
+const Tensor3& hidden_part(const S& s) {
+  return *StateParts<S>::of(s)[0];
+}
+
+/// Layer k of a state [L, B, H] as a one-layer state [1, B, H] (every part).
+template <class S>
+S layer_state(const S& s, std::size_t k) {
+  const auto src = StateParts<S>::of(s);
+  S out = StateParts<S>::zeros(1, src[0]->shape()[1], src[0]->shape()[2]);
+  const auto dst = StateParts<S>::of(out);
+  for (std::size_t i = 0; i < src.size(); ++i) xt::view(*dst[i], 0) = xt::view(*src[i], k);
   return out;
 }
 
@@ -57,16 +110,17 @@ void copy_layer(M& src, std::size_t from_k, M& dst, std::size_t to_k) {
 }
 
 /// state_dict keys and shapes of a 2-layer model with input D, hidden H and G = gates·H rows,
-/// U(-1/sqrt(H), 1/sqrt(H)) init spread over the range, zero grads, same seed same values.
+/// U(-1/sqrt(H), 1/sqrt(H)) init spread over the range (max - min > min_spread·bound for every
+/// parameter; 0.6 suits >= 5 draws, G = 5 for the RNN), zero grads, same seed same values.
 template <class M, class Make>
-void check_parameter_layout(const Make& make, std::size_t gates) {
+void check_parameter_layout(const Make& make, std::size_t gates, float min_spread = 0.6f) {
   Rng rng(11);
   const std::size_t D = 3, H = 5, G = gates * H;
   M m = make(D, H, 2, rng);
   CHECK(m.input_size() == D);
   CHECK(m.hidden_size() == H);
   CHECK(m.num_layers() == 2);
-  // torch.nn.{RNN,GRU}(3, 5, num_layers=2).state_dict(): key -> shape
+  // torch.nn.{RNN,GRU,LSTM}(3, 5, num_layers=2).state_dict(): key -> shape
   const std::vector<std::pair<std::string, std::vector<std::size_t>>> expected = {
       {"rnn.weight_ih_l0", {G, D}}, {"rnn.weight_hh_l0", {G, H}}, {"rnn.bias_ih_l0", {G}},
       {"rnn.bias_hh_l0", {G}},      {"rnn.weight_ih_l1", {G, H}}, {"rnn.weight_hh_l1", {G, H}},
@@ -93,7 +147,7 @@ void check_parameter_layout(const Make& make, std::size_t gates) {
     }
     CHECK(lo >= -bound);
     CHECK(hi <= bound);
-    CHECK(hi - lo > 0.6f * bound);  // >= 5 draws from a width-2·bound range
+    CHECK(hi - lo > min_spread * bound);
     for (float g : np.param->grad) REQUIRE(g == 0.0f);
   }
   Rng rng2(11);
@@ -102,52 +156,68 @@ void check_parameter_layout(const Make& make, std::size_t gates) {
   CHECK_THROWS_AS(m.weight_ih(2), std::out_of_range);
 }
 
-/// Finite differences on x, h0 and every parameter of `m`, with the loss on out and h_n.
+/// Finite differences on x, every part of the initial state s0 and every parameter of `m`, with
+/// the loss on out and on every part of the final state.
 /// `on_forward` (optional) runs after every forward of the check (e.g. to watch relu kinks).
 template <class M>
-GradCheckResult gradcheck_all(M& m, Tensor3& x, Tensor3& h0, const GradCheckOptions& opt = {},
+GradCheckResult gradcheck_all(M& m, Tensor3& x, StateOf<M>& s0, const GradCheckOptions& opt = {},
                               const std::function<void()>& on_forward = {}) {
+  using SP = StateParts<StateOf<M>>;
   const std::size_t B = x.shape()[0], T = x.shape()[1], D = x.shape()[2];
-  const std::size_t H = m.hidden_size(), L = m.num_layers();
+  const std::size_t H = m.hidden_size(), L = m.num_layers(), P = SP::names().size();
   Tensor3 gx = xt::zeros<float>({B, T, D});
-  Tensor3 g0 = xt::zeros<float>({L, B, H});
+  StateOf<M> g0 = SP::zeros(L, B, H);
   const std::size_t n_out = B * T * H, n_state = L * B * H;
-  // y = [out, h_n] flattened: the loss covers the output sequence and the final state.
+  // y = [out, final state parts] flattened: the loss covers the output sequence and the final state.
   auto forward = [&]() {
-    const Tensor3 out = m.forward(x, &h0);
+    const Tensor3 out = m.forward(x, &s0);
     if (on_forward) on_forward();
     std::vector<float> y(out.begin(), out.end());
-    y.insert(y.end(), m.final_state().begin(), m.final_state().end());
+    for (const Tensor3* p : SP::of(m.final_state())) y.insert(y.end(), p->begin(), p->end());
     return y;
   };
   auto backward = [&](const std::vector<float>& w) {
-    REQUIRE(w.size() == n_out + n_state);
+    REQUIRE(w.size() == n_out + P * n_state);
     m.zero_grad();
-    m.forward(x, &h0);
-    Tensor3 dy({B, T, H}), dh_n({L, B, H});
+    m.forward(x, &s0);
+    Tensor3 dy({B, T, H});
+    StateOf<M> dfinal = SP::zeros(L, B, H);
     std::copy(w.begin(), w.begin() + n_out, dy.begin());
-    std::copy(w.begin() + n_out, w.end(), dh_n.begin());
+    auto next = w.begin() + n_out;
+    for (Tensor3* p : SP::of(dfinal)) {
+      std::copy(next, next + n_state, p->begin());
+      next += n_state;
+    }
     // Copy in place: the probes point at these buffers (assignment could swap the storage).
-    const Tensor3 dx = m.backward(dy, &dh_n);
+    const Tensor3 dx = m.backward(dy, &dfinal);
     std::copy(dx.begin(), dx.end(), gx.begin());
-    std::copy(m.initial_state_grad().begin(), m.initial_state_grad().end(), g0.begin());
+    const auto grads = SP::of(m.initial_state_grad());
+    const auto into = SP::of(g0);
+    for (std::size_t i = 0; i < P; ++i) std::copy(grads[i]->begin(), grads[i]->end(), into[i]->begin());
   };
-  std::vector<Probe> probes = {{"x", x.data(), gx.data(), x.size()},
-                               {"h0", h0.data(), g0.data(), h0.size()}};
+  std::vector<Probe> probes = {{"x", x.data(), gx.data(), x.size()}};
+  const auto values = SP::of(s0);
+  const auto grads = SP::of(g0);
+  for (std::size_t i = 0; i < P; ++i)
+    probes.push_back({SP::names()[i] + "0", values[i]->data(), grads[i]->data(), values[i]->size()});
   for (const auto& np : m.named_parameters())
     probes.push_back({np.key, np.param->value.data(), np.param->grad.data(), np.param->size()});
   const auto res = check_gradients(forward, backward, probes, opt);
-  CHECK(res.checked == x.size() + h0.size() + m.num_parameters());
+  CHECK(res.checked == x.size() + P * n_state + m.num_parameters());
   return res;
 }
 
-/// Loads fixture `name` (tests/golden/gen_rnn_gru.py) into `m` and compares out, h_n and the
-/// gradients of sum(out·dy) + sum(h_n·dh_n) w.r.t. x, h0 and every parameter.
+/// Loads fixture `name` (tests/golden/gen_rnn_gru.py, gen_lstm.py) into `m` and compares out, the
+/// final state (h_n; c_n for the LSTM) and the gradients of sum(out·dy) + Σ_parts sum(s_n·ds_n)
+/// w.r.t. x, the initial state (h0; c0) and every parameter.
 /// Float32 against float64 references. Forward: rtol 1e-5, atol 1e-6. Backward: rtol 1e-4,
 /// atol 1e-5 (gradients go through T steps of float32 GEMMs and products of gates).
 template <class M>
 void check_fixture(M& m, const Fixture& fx, const std::string& name) {
+  using S = StateOf<M>;
+  using SP = StateParts<S>;
   const double fwd_rtol = 1e-5, fwd_atol = 1e-6, bwd_rtol = 1e-4, bwd_atol = 1e-5;
+  const std::vector<std::string> parts = SP::names();
   std::size_t loaded = 0;
   for (const auto& np : m.named_parameters()) {
     INFO("loading " << np.key);
@@ -159,20 +229,24 @@ void check_fixture(M& m, const Fixture& fx, const std::string& name) {
   REQUIRE(loaded == 4 * m.num_layers());
 
   const Tensor3 x = fx.tensor("x");
-  const Tensor3 h0 = fx.tensor("h0");
-  const Tensor3 out = m.forward(x, &h0);
-  for (const auto& [key, actual] : std::vector<std::pair<std::string, xt::xarray<float>>>{
-           {"out", out}, {"h_n", m.final_state()}}) {
+  S s0 = SP::zeros(0, 0, 0);
+  for (std::size_t i = 0; i < parts.size(); ++i) *SP::of(s0)[i] = fx.tensor(parts[i] + "0");
+  const Tensor3 out = m.forward(x, &s0);
+  std::vector<std::pair<std::string, xt::xarray<float>>> outputs = {{"out", out}};
+  for (std::size_t i = 0; i < parts.size(); ++i) outputs.push_back({parts[i] + "_n", *SP::of(m.final_state())[i]});
+  for (const auto& [key, actual] : outputs) {
     const std::string msg = compare_close(actual, fx.tensor_f64(key), fwd_rtol, fwd_atol);
     INFO(name << " forward " << key << ": " << msg);
     CHECK(msg.empty());
   }
 
   const Tensor3 dy = fx.tensor("dy");
-  const Tensor3 dh_n = fx.tensor("dh_n");
-  const Tensor3 dx = m.backward(dy, &dh_n);
-  std::vector<std::pair<std::string, xt::xarray<float>>> grads = {{"grad_x", dx},
-                                                                  {"grad_h0", m.initial_state_grad()}};
+  S dfinal = SP::zeros(0, 0, 0);
+  for (std::size_t i = 0; i < parts.size(); ++i) *SP::of(dfinal)[i] = fx.tensor("d" + parts[i] + "_n");
+  const Tensor3 dx = m.backward(dy, &dfinal);
+  std::vector<std::pair<std::string, xt::xarray<float>>> grads = {{"grad_x", dx}};
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    grads.push_back({"grad_" + parts[i] + "0", *SP::of(m.initial_state_grad())[i]});
   for (const auto& np : m.named_parameters()) grads.push_back({"grad_" + np.key, np.param->grad});
   for (const auto& [key, actual] : grads) {
     const std::string msg = compare_close(actual, fx.tensor_f64(key), bwd_rtol, bwd_atol);
@@ -186,13 +260,15 @@ void check_fixture(M& m, const Fixture& fx, const std::string& name) {
 /// the latter computed as dL/dh0 of the same model restarted at t+1 from the state at t.
 template <class M, class Make>
 void check_hidden_grad_norms(const Make& make) {
+  using S = StateOf<M>;
   Rng rng(21);
   const std::size_t B = 3, T = 6, D = 4, H = 5, L = 2;
   M m = make(D, H, L, rng);
   const Tensor3 x = random3(B, T, D, rng), dy = random3(B, T, H, rng);
-  const Tensor3 h0 = random3(L, B, H, rng), dh_n = random3(L, B, H, rng);
-  const Tensor3 out = m.forward(x, &h0);
-  m.backward(dy, &dh_n);
+  const S s0 = random_state<S>(L, B, H, rng), dfinal = random_state<S>(L, B, H, rng);
+  const Tensor3& dh_n = hidden_part(dfinal);
+  const Tensor3 out = m.forward(x, &s0);
+  m.backward(dy, &dfinal);
   const Tensor2 norms = m.hidden_grad_norms();
   REQUIRE(norms.shape()[0] == L);
   REQUIRE(norms.shape()[1] == T);
@@ -204,26 +280,26 @@ void check_hidden_grad_norms(const Make& make) {
   M l0 = make(D, H, 1, rng), l1 = make(H, H, 1, rng);
   copy_layer(m, 0, l0, 0);
   copy_layer(m, 1, l1, 0);
-  const Tensor3 h0_0 = layer_state(h0, 0), h0_1 = layer_state(h0, 1), dh_n_1 = layer_state(dh_n, 1);
-  const Tensor3 h_l0 = l0.forward(x, &h0_0);
-  const Tensor3 out1 = l1.forward(h_l0, &h0_1);
+  const S s0_0 = layer_state(s0, 0), s0_1 = layer_state(s0, 1), dfinal_1 = layer_state(dfinal, 1);
+  const Tensor3 h_l0 = l0.forward(x, &s0_0);
+  const Tensor3 out1 = l1.forward(h_l0, &s0_1);
   {
     const std::string msg = compare_close(out1, xt::cast<double>(out), 1e-6, 1e-6);
     INFO("stacked one-layer models vs the two-layer model: " << msg);
     REQUIRE(msg.empty());
   }
-  const Tensor3 from_above = l1.backward(dy, &dh_n_1);
+  const Tensor3 from_above = l1.backward(dy, &dfinal_1);  // ∂L/∂(layer-0 output) via layer 1
   const xt::xarray<float> last0 = xt::view(from_above, xt::all(), T - 1, xt::all()) + xt::view(dh_n, 0);
   CHECK_THAT(norms(0, T - 1), Catch::Matchers::WithinRel(frobenius(last0), 1e-5));
 
   for (std::size_t t = 0; t < T; ++t) {
     M prefix = m;  // same parameters
-    prefix.forward(time_slice(x, 0, t + 1), &h0);
-    const Tensor3 st = prefix.final_state();  // h_t of every layer
+    prefix.forward(time_slice(x, 0, t + 1), &s0);
+    const S st = prefix.final_state();  // state at t of every layer
     M suffix = m;
     suffix.forward(time_slice(x, t + 1, T), &st);  // empty for t = T-1
-    suffix.backward(time_slice(dy, t + 1, T), &dh_n);
-    const Tensor3& rec = suffix.initial_state_grad();  // recurrent part at h_t, each layer
+    suffix.backward(time_slice(dy, t + 1, T), &dfinal);
+    const Tensor3& rec = hidden_part(suffix.initial_state_grad());  // recurrent part at h_t, each layer
     for (std::size_t k = 0; k < L; ++k) {
       const Tensor3& above = k == L - 1 ? dy : from_above;
       const xt::xarray<float> total = xt::view(above, xt::all(), t, xt::all()) + xt::view(rec, k);
@@ -242,7 +318,7 @@ void check_stateless_and_additive(const Make& make) {
   M m = make(D, H, L, rng);
   const Tensor3 x1 = random3(B, T, D, rng), x2 = random3(B, 3, D, rng), dy = random3(B, T, H, rng);
   const Tensor3 a = m.forward(x1);
-  const Tensor3 z = xt::zeros<float>({L, B, H});
+  const StateOf<M> z = StateParts<StateOf<M>>::zeros(L, B, H);
   CHECK(bool(m.forward(x1, &z) == a));
 
   const Tensor3 dx_a = m.backward(dy);
@@ -262,11 +338,15 @@ void check_stateless_and_additive(const Make& make) {
   }
 }
 
-/// Zero sizes, shape errors naming the argument, and calls out of order.
+/// Zero sizes, shape errors naming the argument (each part of the state on its own), and calls
+/// out of order.
 template <class M, class Make>
 void check_errors(const Make& make) {
+  using SP = StateParts<StateOf<M>>;
   Rng rng(2);
   CHECK_THROWS_AS(make(0, 4, 1, rng), std::invalid_argument);
+  CHECK_THROWS_AS(make(3, 0, 1, rng), std::invalid_argument);
+  CHECK_THROWS_AS(make(3, 4, 0, rng), std::invalid_argument);
   CHECK_THROWS_WITH(make(0, 4, 1, rng), Catch::Contains("input_size"));
   CHECK_THROWS_WITH(make(3, 0, 1, rng), Catch::Contains("hidden_size"));
   CHECK_THROWS_WITH(make(3, 4, 0, rng), Catch::Contains("num_layers"));
@@ -279,22 +359,35 @@ void check_errors(const Make& make) {
   CHECK_THROWS_AS(m.final_state(), std::logic_error);
   CHECK_THROWS_AS(m.hidden_grad_norms(), std::logic_error);
   CHECK_THROWS_AS(m.initial_state_grad(), std::logic_error);
+  CHECK_THROWS_AS(m.weight_ih(L), std::out_of_range);
 
   CHECK_THROWS_AS(m.forward(Tensor3(xt::zeros<float>({B, T, D + 1}))), ShapeError);
   CHECK_THROWS_WITH(m.forward(Tensor3(xt::zeros<float>({B, T, D + 1}))),
                     Catch::Contains("x") && Catch::Contains("[2, 3, 4]"));
-  for (const auto& bad : {Tensor3(xt::zeros<float>({L + 1, B, H})), Tensor3(xt::zeros<float>({L, B + 1, H})),
-                          Tensor3(xt::zeros<float>({L, B, H + 1}))}) {
+  for (const auto& bad : {SP::zeros(L + 1, B, H), SP::zeros(L, B + 1, H), SP::zeros(L, B, H + 1)}) {
     CHECK_THROWS_AS(m.forward(x, &bad), ShapeError);
-    CHECK_THROWS_WITH(m.forward(x, &bad), Catch::Contains("h0"));
+    CHECK_THROWS_WITH(m.forward(x, &bad), Catch::Contains(SP::forward_args()[0]));
+  }
+  for (std::size_t i = 0; i < SP::names().size(); ++i) {  // one part wrong, the others right
+    auto bad = SP::zeros(L, B, H);
+    *SP::of(bad)[i] = xt::zeros<float>({L, B, H + 1});
+    INFO("state part " << SP::forward_args()[i]);
+    CHECK_THROWS_AS(m.forward(x, &bad), ShapeError);
+    CHECK_THROWS_WITH(m.forward(x, &bad), Catch::Contains(SP::forward_args()[i]));
   }
   CHECK_THROWS_AS(m.backward(dy), std::logic_error);  // rejected forwards left nothing behind
 
   m.forward(x);
   CHECK_THROWS_AS(m.backward(Tensor3(xt::zeros<float>({B, T + 1, H}))), ShapeError);
+  CHECK_THROWS_AS(m.backward(Tensor3(xt::zeros<float>({B, T, D}))), ShapeError);
   CHECK_THROWS_WITH(m.backward(Tensor3(xt::zeros<float>({B, T, D}))), Catch::Contains("dy"));
-  const Tensor3 bad_final = xt::zeros<float>({L, B, H + 1});
-  CHECK_THROWS_WITH(m.backward(dy, &bad_final), Catch::Contains("dh_n"));
+  for (std::size_t i = 0; i < SP::names().size(); ++i) {
+    auto bad_final = SP::zeros(L, B, H);
+    *SP::of(bad_final)[i] = xt::zeros<float>({L, B, H + 1});
+    INFO("state part " << SP::backward_args()[i]);
+    CHECK_THROWS_AS(m.backward(dy, &bad_final), ShapeError);
+    CHECK_THROWS_WITH(m.backward(dy, &bad_final), Catch::Contains(SP::backward_args()[i]));
+  }
   CHECK_THROWS_AS(m.hidden_grad_norms(), std::logic_error);
   CHECK_NOTHROW(m.backward(dy));
   CHECK(m.hidden_grad_norms().shape()[1] == T);

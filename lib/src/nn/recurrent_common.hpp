@@ -1,6 +1,6 @@
 #pragma once
-// Internal helpers shared by the recurrent layers (lstm.cpp, rnn.cpp, gru.cpp). Not a public
-// header: it lives beside the sources and is included as "recurrent_common.hpp".
+// Internal helpers shared by the recurrent layers (recurrent_base.cpp, lstm.cpp, rnn.cpp, gru.cpp).
+// Not a public header: it lives beside the sources and is included as "recurrent_common.hpp".
 //
 // Legend: B batch, T seq_len, W row width (D, H, 3H or 4H), N rows.
 #include <algorithm>
@@ -10,7 +10,6 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include <xsimd/xsimd.hpp>
 
@@ -86,8 +85,6 @@ inline void column_sums(const float* src, std::size_t N, std::size_t W, float* o
 inline void add_to(float* acc, const float* src, std::size_t n) {
   for (std::size_t j = 0; j < n; ++j) acc[j] += src[j];
 }
-
-inline std::vector<std::size_t> shape2(std::size_t a, std::size_t b) { return {a, b}; }
 
 /// Constructor checks of every recurrent layer: throws std::invalid_argument
 /// "<who>: <what> is 0; it must be >= 1" for a zero size.

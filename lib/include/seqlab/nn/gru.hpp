@@ -25,13 +25,13 @@
 
 #include "seqlab/core/rng.hpp"
 #include "seqlab/core/tensor.hpp"
-#include "seqlab/nn/parameter.hpp"
+#include "seqlab/nn/recurrent_base.hpp"
 
 namespace seqlab {
 
 /// torch.nn.GRU(input_size, hidden_size, num_layers, bias=True, batch_first=True, dropout=0,
 /// bidirectional=False).
-class GRU : public Module {
+class GRU : public RecurrentBase {
  public:
   /// Every parameter is drawn from U(-1/sqrt(H), 1/sqrt(H)) (PyTorch's default reset_parameters),
   /// in state_dict order. Parameters of layer k, in state_dict order:
@@ -58,58 +58,24 @@ class GRU : public Module {
   /// dL/dh0 [L, B, H] from the last backward. Throws std::logic_error before one.
   const Tensor3& initial_state_grad() const;
 
-  /// [L, T]: ‖∂L/∂h_t‖_F over the batch ([B, H]) for each layer and step, from the last backward.
-  /// ∂L/∂h_t is the total gradient reaching h_t: from the layer's output at t (dy for the last
-  /// layer, the next layer's input gradient otherwise) plus the recurrent path from step t+1
-  /// (dh_n for t = T-1). Throws std::logic_error before any backward.
-  const Tensor2& hidden_grad_norms() const;
-
-  std::size_t input_size() const { return input_size_; }
-  std::size_t hidden_size() const { return hidden_size_; }
-  std::size_t num_layers() const { return num_layers_; }
-
-  /// Layer k's parameters (k < num_layers(); throws std::out_of_range otherwise).
-  Parameter& weight_ih(std::size_t k);  // [3H, in_k], rows r, z, n
-  Parameter& weight_hh(std::size_t k);  // [3H, H]
-  Parameter& bias_ih(std::size_t k);    // [3H]
-  Parameter& bias_hh(std::size_t k);    // [3H]
-
-  void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+  // Inherited from RecurrentBase (recurrent_base.hpp): input_size(), hidden_size(), num_layers(),
+  // weight_ih(k) [3H, in_k] (rows r, z, n), weight_hh(k) [3H, H], bias_ih(k) [3H], bias_hh(k) [3H]
+  // (std::out_of_range for k >= L), hidden_grad_norms() [L, T] (‖∂L/∂h_t‖_F per layer and step,
+  // after backward), collect_parameters.
 
  private:
-  struct Layer {
-    Parameter weight_ih, weight_hh, bias_ih, bias_hh;
-  };
-  /// Forward caches of one layer, time-major.
+  /// Forward caches of one layer, time-major (h_0..h_T are RecurrentBase::hs_).
   struct LayerCache {
-    Tensor3 hs;     // [T+1, B, H]: hs[0] = h0, hs[t+1] = h_t
     Tensor3 gates;  // [T, B, 3H]: activated r, z, n at step t
     Tensor3 ghn;    // [T, B, H]: W_hn h_{t-1} + b_hn at step t
   };
-  Layer& layer(std::size_t k);
-  /// Input rows of layer k as a contiguous [T·B, in_k] block (time-major).
-  const float* layer_input(std::size_t k) const;
 
-  std::size_t input_size_, hidden_size_, num_layers_;
-  std::vector<Layer> layers_;
-
-  // Forward state.
-  bool has_forward_ = false;
-  std::size_t B_ = 0, T_ = 0;
-  Tensor3 x_tm_;                   // [T, B, D] time-major copy of x
   std::vector<LayerCache> cache_;  // one per layer
   Tensor2 gh_;                     // [B, 3H] scratch: h_{t-1} W_hhᵀ of the step being run
   Tensor3 final_;                  // [L, B, H]
-
-  // Backward state.
-  bool has_backward_ = false;
-  Tensor3 dgi_;          // [T, B, 3H]: dL/d(W_ih x + b_ih) of the layer being run
-  Tensor3 dgh_;          // [T, B, 3H]: dL/d(W_hh h + b_hh) of the layer being run
-  Tensor3 dh_a_, dh_b_;  // [T, B, H]: total dL/dh_t of a layer / next-lower layer's output grad
-  Tensor3 dx_tm_;        // [T, B, D]: dL/dx time-major
-  Tensor1 dbias_;        // [3H]
-  Tensor3 dh0_;          // [L, B, H]
-  Tensor2 grad_norms_;   // [L, T]
+  Tensor3 dgi_;                    // [T, B, 3H]: dL/d(W_ih x + b_ih) of the layer being run
+  Tensor3 dgh_;                    // [T, B, 3H]: dL/d(W_hh h + b_hh) of the layer being run
+  Tensor3 dh0_;                    // [L, B, H]
 };
 
 }  // namespace seqlab

@@ -27,7 +27,7 @@
 
 #include "seqlab/core/rng.hpp"
 #include "seqlab/core/tensor.hpp"
-#include "seqlab/nn/parameter.hpp"
+#include "seqlab/nn/recurrent_base.hpp"
 
 namespace seqlab {
 
@@ -39,7 +39,7 @@ struct LSTMState {
 
 /// torch.nn.LSTM(input_size, hidden_size, num_layers, bias=True, batch_first=True,
 /// dropout=0, bidirectional=False, proj_size=0).
-class LSTM : public Module {
+class LSTM : public RecurrentBase {
  public:
   /// Every parameter is drawn from U(-1/sqrt(H), 1/sqrt(H)) (PyTorch's default reset_parameters),
   /// in state_dict order. Parameters of layer k, in state_dict order:
@@ -66,59 +66,25 @@ class LSTM : public Module {
   /// dL/d(h0, c0), each [L, B, H], from the last backward. Throws std::logic_error before one.
   const LSTMState& initial_state_grad() const;
 
-  /// [L, T]: ‖∂L/∂h_t‖_F over the batch ([B, H]) for each layer and step, from the last backward.
-  /// ∂L/∂h_t is the total gradient reaching h_t: from the layer's output at t (dy for the last
-  /// layer, the next layer's input gradient otherwise) plus the recurrent path from step t+1
-  /// (dfinal's h for t = T-1). Used to show vanishing gradients. Throws std::logic_error before
-  /// any backward.
-  const Tensor2& hidden_grad_norms() const;
-
-  std::size_t input_size() const { return input_size_; }
-  std::size_t hidden_size() const { return hidden_size_; }
-  std::size_t num_layers() const { return num_layers_; }
-
-  /// Layer k's parameters (k < num_layers(); throws std::out_of_range otherwise).
-  Parameter& weight_ih(std::size_t k);  // [4H, in_k]
-  Parameter& weight_hh(std::size_t k);  // [4H, H]
-  Parameter& bias_ih(std::size_t k);    // [4H]
-  Parameter& bias_hh(std::size_t k);    // [4H]
-
-  void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+  // Inherited from RecurrentBase (recurrent_base.hpp): input_size(), hidden_size(), num_layers(),
+  // weight_ih(k) [4H, in_k] (rows i, f, g, o), weight_hh(k) [4H, H], bias_ih(k) [4H], bias_hh(k) [4H]
+  // (std::out_of_range for k >= L), hidden_grad_norms() [L, T] (‖∂L/∂h_t‖_F per layer and step,
+  // ∂L/∂h_T including dfinal's h, after backward; used to show vanishing gradients),
+  // collect_parameters.
 
  private:
-  struct Layer {
-    Parameter weight_ih, weight_hh, bias_ih, bias_hh;
-  };
-  /// Forward caches of one layer, time-major.
+  /// Forward caches of one layer, time-major (h_0..h_T are RecurrentBase::hs_).
   struct LayerCache {
-    Tensor3 hs;     // [T+1, B, H]: hs[0] = h0, hs[t+1] = h_t (so layer k+1's input is hs[1..T])
     Tensor3 cs;     // [T+1, B, H]: cs[0] = c0, cs[t+1] = c_t
     Tensor3 gates;  // [T, B, 4H]: activated gates i, f, g, o at step t
     Tensor3 tanh_c; // [T, B, H]: tanh(c_t)
   };
-  Layer& layer(std::size_t k);
-  /// Input rows of layer k as a contiguous [T·B, in_k] block (time-major).
-  const float* layer_input(std::size_t k) const;
 
-  std::size_t input_size_, hidden_size_, num_layers_;
-  std::vector<Layer> layers_;
-
-  // Forward state.
-  bool has_forward_ = false;
-  std::size_t B_ = 0, T_ = 0;
-  Tensor3 x_tm_;                   // [T, B, D] time-major copy of x
   std::vector<LayerCache> cache_;  // one per layer
-  Tensor1 bias_sum_;               // [4H] b_ih + b_hh of the layer being run
   LSTMState final_;                // each [L, B, H]
-
-  // Backward state.
-  bool has_backward_ = false;
-  Tensor3 dgates_;      // [T, B, 4H]: dL/d(pre-activation gates) of the layer being run
-  Tensor3 dh_a_, dh_b_; // [T, B, H]: total dL/dh_t of a layer / next-lower layer's input grad
-  Tensor3 dx_tm_;       // [T, B, D]: dL/dx time-major
-  Tensor2 dc_;          // [B, H]: running dL/dc_t
-  LSTMState dstate0_;   // each [L, B, H]
-  Tensor2 grad_norms_;  // [L, T]
+  Tensor3 dgates_;                 // [T, B, 4H]: dL/d(pre-activation gates) of the layer being run
+  Tensor2 dc_;                     // [B, H]: running dL/dc_t
+  LSTMState dstate0_;              // each [L, B, H]
 };
 
 }  // namespace seqlab

@@ -20,7 +20,7 @@
 
 #include "seqlab/core/rng.hpp"
 #include "seqlab/core/tensor.hpp"
-#include "seqlab/nn/parameter.hpp"
+#include "seqlab/nn/recurrent_base.hpp"
 
 namespace seqlab {
 
@@ -35,7 +35,7 @@ std::string to_string(Nonlinearity nonlinearity);
 
 /// torch.nn.RNN(input_size, hidden_size, num_layers, nonlinearity, bias=True, batch_first=True,
 /// dropout=0, bidirectional=False).
-class RNN : public Module {
+class RNN : public RecurrentBase {
  public:
   /// Every parameter is drawn from U(-1/sqrt(H), 1/sqrt(H)) (PyTorch's default reset_parameters),
   /// in state_dict order. Parameters of layer k, in state_dict order:
@@ -64,53 +64,17 @@ class RNN : public Module {
   /// dL/dh0 [L, B, H] from the last backward. Throws std::logic_error before one.
   const Tensor3& initial_state_grad() const;
 
-  /// [L, T]: ‖∂L/∂h_t‖_F over the batch ([B, H]) for each layer and step, from the last backward.
-  /// ∂L/∂h_t is the total gradient reaching h_t: from the layer's output at t (dy for the last
-  /// layer, the next layer's input gradient otherwise) plus the recurrent path from step t+1
-  /// (dh_n for t = T-1). Throws std::logic_error before any backward.
-  const Tensor2& hidden_grad_norms() const;
-
-  std::size_t input_size() const { return input_size_; }
-  std::size_t hidden_size() const { return hidden_size_; }
-  std::size_t num_layers() const { return num_layers_; }
   Nonlinearity nonlinearity() const { return nonlinearity_; }
 
-  /// Layer k's parameters (k < num_layers(); throws std::out_of_range otherwise).
-  Parameter& weight_ih(std::size_t k);  // [H, in_k]
-  Parameter& weight_hh(std::size_t k);  // [H, H]
-  Parameter& bias_ih(std::size_t k);    // [H]
-  Parameter& bias_hh(std::size_t k);    // [H]
-
-  void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+  // Inherited from RecurrentBase (recurrent_base.hpp): input_size(), hidden_size(), num_layers(),
+  // weight_ih(k) [H, in_k], weight_hh(k) [H, H], bias_ih(k) [H], bias_hh(k) [H] (std::out_of_range
+  // for k >= L), hidden_grad_norms() [L, T] (‖∂L/∂h_t‖_F per layer and step, after backward),
+  // collect_parameters.
 
  private:
-  struct Layer {
-    Parameter weight_ih, weight_hh, bias_ih, bias_hh;
-  };
-  Layer& layer(std::size_t k);
-  /// Input rows of layer k as a contiguous [T·B, in_k] block (time-major).
-  const float* layer_input(std::size_t k) const;
-
-  std::size_t input_size_, hidden_size_, num_layers_;
   Nonlinearity nonlinearity_;
-  std::vector<Layer> layers_;
-
-  // Forward state.
-  bool has_forward_ = false;
-  std::size_t B_ = 0, T_ = 0;
-  Tensor3 x_tm_;            // [T, B, D] time-major copy of x
-  std::vector<Tensor3> hs_; // per layer [T+1, B, H]: hs[0] = h0, hs[t+1] = h_t
-  Tensor1 bias_sum_;        // [H] b_ih + b_hh of the layer being run
-  Tensor3 final_;           // [L, B, H]
-
-  // Backward state.
-  bool has_backward_ = false;
-  Tensor3 dh_a_, dh_b_;  // [T, B, H]: total dL/dh_t of a layer (turned into dL/d(pre-activation)
-                         // in place) / the next-lower layer's output gradient
-  Tensor3 dx_tm_;        // [T, B, D]: dL/dx time-major
-  Tensor1 dbias_;        // [H]
-  Tensor3 dh0_;          // [L, B, H]
-  Tensor2 grad_norms_;   // [L, T]
+  Tensor3 final_;  // [L, B, H]
+  Tensor3 dh0_;    // [L, B, H]
 };
 
 }  // namespace seqlab

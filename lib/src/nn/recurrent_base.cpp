@@ -1,0 +1,182 @@
+#include "seqlab/nn/recurrent_base.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+#include "seqlab/core/gemm.hpp"
+#include "recurrent_common.hpp"
+
+namespace seqlab {
+
+using detail::add_to;
+using detail::column_sums;
+using detail::fill_rows;
+using detail::squared_norm;
+using detail::swap_leading_axes;
+
+RecurrentBase::RecurrentBase(std::string name, std::size_t input_size, std::size_t hidden_size,
+                             std::size_t num_layers, std::size_t gates, Rng& rng)
+    : input_size_(input_size), hidden_size_(hidden_size), num_layers_(num_layers), name_(std::move(name)),
+      gate_rows_(gates * hidden_size) {
+  detail::check_recurrent_sizes(name_.c_str(), input_size, hidden_size, num_layers);
+  const std::size_t H = hidden_size, G = gate_rows_;
+  const float bound = 1.0f / std::sqrt(static_cast<float>(H));
+  layers_.reserve(num_layers);  // never resized afterwards: NamedParameter pointers stay valid
+  for (std::size_t k = 0; k < num_layers; ++k) {
+    const std::string s = "_l" + std::to_string(k);
+    const std::size_t in_k = k == 0 ? input_size : H;
+    layers_.push_back(Layer{Parameter("weight_ih" + s, {G, in_k}), Parameter("weight_hh" + s, {G, H}),
+                            Parameter("bias_ih" + s, {G}), Parameter("bias_hh" + s, {G})});
+    Layer& l = layers_.back();
+    // PyTorch's RNNBase.reset_parameters: uniform_(-1/sqrt(H), 1/sqrt(H)) over parameters in order.
+    for (Parameter* p : {&l.weight_ih, &l.weight_hh, &l.bias_ih, &l.bias_hh})
+      rng.fill_uniform(p->value, -bound, bound);
+  }
+  hs_.resize(num_layers);
+}
+
+RecurrentBase::Layer& RecurrentBase::layer(std::size_t k) {
+  if (k >= num_layers_)
+    throw std::out_of_range(name_ + ": layer index " + std::to_string(k) + " out of range; num_layers is " +
+                            std::to_string(num_layers_));
+  return layers_[k];
+}
+Parameter& RecurrentBase::weight_ih(std::size_t k) { return layer(k).weight_ih; }
+Parameter& RecurrentBase::weight_hh(std::size_t k) { return layer(k).weight_hh; }
+Parameter& RecurrentBase::bias_ih(std::size_t k) { return layer(k).bias_ih; }
+Parameter& RecurrentBase::bias_hh(std::size_t k) { return layer(k).bias_hh; }
+
+void RecurrentBase::collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) {
+  for (auto& l : layers_) {
+    for (Parameter* p : {&l.weight_ih, &l.weight_hh, &l.bias_ih, &l.bias_hh})
+      out.push_back({prefix + p->name, p});
+  }
+}
+
+void RecurrentBase::require_forward(const char* what) const {
+  if (!has_forward_) throw std::logic_error(name_ + "." + what + ": no forward has run");
+}
+
+void RecurrentBase::require_backward(const char* what) const {
+  if (!has_backward_) throw std::logic_error(name_ + "." + what + ": no backward has run");
+}
+
+const Tensor2& RecurrentBase::hidden_grad_norms() const {
+  require_backward("hidden_grad_norms");
+  return grad_norms_;
+}
+
+// --- forward ---------------------------------------------------------------------------------
+
+void RecurrentBase::begin_forward(const Tensor3& x, std::initializer_list<StateArg> states) {
+  check_shape((name_ + ".forward x [B, T, input_size]").c_str(), x, {-1, -1, static_cast<long>(input_size_)});
+  const std::size_t B = x.shape()[0], T = x.shape()[1], D = input_size_, H = hidden_size_;
+  for (const StateArg& s : states)
+    if (s.value)
+      check_shape((name_ + ".forward " + s.name + " [L, B, H]").c_str(), *s.value,
+                  {static_cast<long>(num_layers_), static_cast<long>(B), static_cast<long>(H)});
+  has_forward_ = false;
+  has_backward_ = false;
+  B_ = B;
+  T_ = T;
+  x_tm_.resize({T, B, D});
+  swap_leading_axes(x.data(), x_tm_.data(), B, T, D);
+  for (Tensor3& hs : hs_) hs.resize({T + 1, B, H});
+}
+
+Tensor3 RecurrentBase::finish_forward() {
+  const std::size_t B = B_, T = T_, H = hidden_size_;
+  Tensor3 out({B, T, H});
+  // out[b, t, :] = hs_{L-1}[t+1, b, :]
+  swap_leading_axes(hs_.back().data() + B * H, out.data(), T, B, H);
+  has_forward_ = true;
+  return out;
+}
+
+void RecurrentBase::load_layer_state(const Tensor3* s, std::size_t k, float* dst) const {
+  const std::size_t BH = B_ * hidden_size_;
+  if (s) std::memcpy(dst, s->data() + k * BH, BH * sizeof(float));
+  else std::fill(dst, dst + BH, 0.0f);
+}
+
+void RecurrentBase::project_inputs(std::size_t k, float* dst, bool add_bias_hh) {
+  const Layer& l = layers_[k];
+  const std::size_t N = T_ * B_, G = gate_rows_, in_k = k == 0 ? input_size_ : hidden_size_;
+  const float* bias = l.bias_ih.value.data();
+  if (add_bias_hh) {
+    bias_sum_.resize({G});
+    const float* bhh = l.bias_hh.value.data();
+    float* bsum = bias_sum_.data();
+    for (std::size_t j = 0; j < G; ++j) bsum[j] = bias[j] + bhh[j];
+    bias = bsum;
+  }
+  fill_rows(dst, N, bias, G);
+  gemm(false, true, N, G, in_k, 1.0f, layer_input(k), in_k, l.weight_ih.value.data(), in_k, 1.0f, dst, G);
+}
+
+const float* RecurrentBase::layer_input(std::size_t k) const {
+  if (k == 0) return x_tm_.data();
+  return hs_[k - 1].data() + B_ * hidden_size_;  // h_1..h_T of layer k-1
+}
+
+// --- backward --------------------------------------------------------------------------------
+
+void RecurrentBase::begin_backward(const Tensor3& dy, std::initializer_list<StateArg> state_grads) {
+  if (!has_forward_) throw std::logic_error(name_ + ".backward called before forward");
+  const std::size_t B = B_, T = T_, D = input_size_, H = hidden_size_, L = num_layers_;
+  const long Bs = static_cast<long>(B), Hs = static_cast<long>(H);
+  check_shape((name_ + ".backward dy [B, T, H]").c_str(), dy, {Bs, static_cast<long>(T), Hs});
+  for (const StateArg& s : state_grads)
+    if (s.value)
+      check_shape((name_ + ".backward " + s.name + " [L, B, H]").c_str(), *s.value,
+                  {static_cast<long>(L), Bs, Hs});
+  has_backward_ = false;
+
+  dh_a_.resize({T, B, H});
+  dh_b_.resize({T, B, H});
+  dx_tm_.resize({T, B, D});
+  dbias_.resize({gate_rows_});
+  grad_norms_.resize({L, T});
+  swap_leading_axes(dy.data(), hidden_grad(L - 1), B, T, H);
+}
+
+float* RecurrentBase::hidden_grad(std::size_t k) {
+  return ((num_layers_ - 1 - k) % 2 == 0 ? dh_a_ : dh_b_).data();
+}
+
+void RecurrentBase::add_final_state_grad(std::size_t k, const Tensor3* dh_n, float* dh, float* dh0) const {
+  const std::size_t BH = B_ * hidden_size_;
+  if (T_ == 0) load_layer_state(dh_n, k, dh0);
+  else if (dh_n) add_to(dh + (T_ - 1) * BH, dh_n->data() + k * BH, BH);
+}
+
+void RecurrentBase::record_grad_norm(std::size_t k, std::size_t t, const float* dht) {
+  grad_norms_(k, t) = static_cast<float>(std::sqrt(squared_norm(dht, B_ * hidden_size_)));
+}
+
+void RecurrentBase::backward_affine(std::size_t k, const float* dgi, const float* dgh) {
+  Layer& l = layers_[k];
+  const std::size_t N = T_ * B_, G = gate_rows_, H = hidden_size_, in_k = k == 0 ? input_size_ : H;
+  gemm(true, false, G, H, N, 1.0f, dgh, G, hs_[k].data(), H, 1.0f, l.weight_hh.grad.data(), H);
+  gemm(true, false, G, in_k, N, 1.0f, dgi, G, layer_input(k), in_k, 1.0f, l.weight_ih.grad.data(), in_k);
+  column_sums(dgh, N, G, dbias_.data());
+  add_to(l.bias_hh.grad.data(), dbias_.data(), G);
+  if (dgi != dgh) column_sums(dgi, N, G, dbias_.data());
+  add_to(l.bias_ih.grad.data(), dbias_.data(), G);
+
+  float* dX = k > 0 ? hidden_grad(k - 1) : dx_tm_.data();
+  gemm(false, false, N, in_k, G, 1.0f, dgi, G, l.weight_ih.value.data(), in_k, 0.0f, dX, in_k);
+}
+
+Tensor3 RecurrentBase::finish_backward() {
+  const std::size_t B = B_, T = T_, D = input_size_;
+  Tensor3 dx({B, T, D});
+  swap_leading_axes(dx_tm_.data(), dx.data(), T, B, D);
+  has_backward_ = true;
+  return dx;
+}
+
+}  // namespace seqlab
