@@ -349,8 +349,8 @@ TEST_CASE("ConfigError names the offending key", "[models][errors]") {
     FAIL("unknown model must throw");
   } catch (const ConfigError& e) {
     CHECK(e.value() == "'transformer_xl'");
-    CHECK(e.allowed() == "one of rnn, lstm, gru, tcn");
-    CHECK(std::string(e.what()) == "model = 'transformer_xl': allowed one of rnn, lstm, gru, tcn");
+    CHECK(e.allowed() == "one of rnn, lstm, gru, tcn, transformer_encoder, transformer_decoder");
+    CHECK(std::string(e.what()) == "model = 'transformer_xl': allowed one of rnn, lstm, gru, tcn, transformer_encoder, transformer_decoder");
   }
   // Fields a family does not use are not checked.
   ModelConfig unused = tiny("lstm");

@@ -2,6 +2,7 @@
 
 #include "seqlab/models/recurrent_model.hpp"
 #include "seqlab/models/tcn_model.hpp"
+#include "seqlab/models/transformer_model.hpp"
 
 namespace seqlab {
 
@@ -9,6 +10,7 @@ std::unique_ptr<SequenceModel> make_model(const ModelConfig& cfg, Rng& rng) {
   cfg.validate();
   if (cfg.is_recurrent()) return std::make_unique<RecurrentModel>(cfg, rng);
   if (cfg.model == "tcn") return std::make_unique<TCNModel>(cfg, rng);
+  if (cfg.is_transformer()) return std::make_unique<TransformerModel>(cfg, rng);
   // validate() accepts only model_names(); a name added there must be built here.
   throw ConfigError("model", "'" + cfg.model + "'", "one of " + model_names_string());
 }
@@ -31,6 +33,8 @@ std::size_t count_parameters(const ModelConfig& cfg) {
       const std::size_t in = k == 0 ? E : H;
       n += G * in + G * H + 2 * G;                     // weight_ih, weight_hh, bias_ih, bias_hh
     }
+  } else if (cfg.is_transformer()) {
+    n += transformer_body_parameters(cfg);
   } else {  // tcn
     const std::size_t k = cfg.kernel_size;
     std::size_t in = E;

@@ -39,7 +39,8 @@ ConfigError::ConfigError(std::string key, std::string value, std::string allowed
       allowed_(std::move(allowed)) {}
 
 const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names{"rnn", "lstm", "gru", "tcn"};
+  static const std::vector<std::string> names{"rnn", "lstm", "gru", "tcn",
+                                               "transformer_encoder", "transformer_decoder"};
   return names;
 }
 
@@ -85,6 +86,41 @@ void ModelConfig::validate() const {
     require_positive("kernel_size", kernel_size);
   }
   if (model == "rnn") require_one_of("nonlinearity", nonlinearity, {"tanh", "relu"});
+  if (is_transformer()) {
+    const std::size_t E = body_input_size();
+    if (E != hidden_size) {
+      const bool bare = input == "linear" && embedding_dim == 0;
+      throw ConfigError(bare ? "input_size" : "embedding_dim", std::to_string(E),
+                        "equal to hidden_size = d_model = " + std::to_string(hidden_size) +
+                            " for a transformer");
+    }
+    require_positive("n_heads", n_heads);
+    if (hidden_size % n_heads != 0)
+      throw ConfigError("n_heads", std::to_string(n_heads),
+                        "a divisor of hidden_size = d_model = " + std::to_string(hidden_size));
+    require_positive("d_ff", d_ff);
+    require_one_of("activation", activation, {"relu", "gelu"});
+    require_one_of("norm", norm, {"layer_norm", "rms_norm", "batch_norm", "masked_batch_norm", "none"});
+    require_one_of("norm_placement", norm_placement, {"pre", "post"});
+    require_one_of("positional_encoding", positional_encoding,
+                   {"sinusoidal", "learned", "rope", "rope_pi", "rope_ntk", "alibi", "none"});
+    const bool rope = positional_encoding.compare(0, 4, "rope") == 0;
+    if (positional_encoding == "sinusoidal" && hidden_size % 2 != 0)
+      throw ConfigError("hidden_size", std::to_string(hidden_size),
+                        "even with positional_encoding = sinusoidal");
+    if (rope) {
+      if ((hidden_size / n_heads) % 2 != 0)
+        throw ConfigError("n_heads", std::to_string(n_heads),
+                          "a divisor of hidden_size = " + std::to_string(hidden_size) +
+                              " giving an even head size hidden_size / n_heads (now " +
+                              std::to_string(hidden_size / n_heads) + ") for positional_encoding = " +
+                              positional_encoding);
+      require_one_of("rope_pairing", rope_pairing, {"interleaved", "halves"});
+    }
+    if (positional_encoding == "learned") require_positive("max_len", max_len);
+    if (positional_encoding == "rope_pi" || positional_encoding == "rope_ntk")
+      require_positive("train_len", train_len);
+  }
   if (!(dropout >= 0.0f && dropout < 1.0f))
     throw ConfigError("dropout", float_string(dropout), "in [0, 1)");
   require_positive("output_size", output_size);

@@ -15,6 +15,7 @@
 namespace seqlab {
 
 /// Builds the model cfg.model names: "rnn", "lstm", "gru" -> RecurrentModel, "tcn" -> TCNModel,
+/// "transformer_encoder", "transformer_decoder" -> TransformerModel,
 /// parameters drawn from rng (draw order in each model's header). Throws ConfigError for an
 /// invalid cfg (ModelConfig::validate).
 std::unique_ptr<SequenceModel> make_model(const ModelConfig& cfg, Rng& rng);
@@ -24,6 +25,9 @@ std::unique_ptr<SequenceModel> make_model(const ModelConfig& cfg, Rng& rng);
 ///   rnn/lstm/gru, G = 1/4/3:  Σ_k G·H·(in_k + H) + 2·G·H,  in_0 = E, in_k = H
 ///   tcn    Σ_i [C_i·C_{i-1}·k + C_i  +  C_i·C_i·k + C_i  +  (C_{i-1} != C_i ? C_i·C_{i-1} + C_i : 0)
 ///               + (weight_norm ? 2·C_i : 0)]
+///   transformer (D = H, F = d_ff, P = 3, or 2 with shared_qk, n(D) = 2D layer_norm/batch_norm,
+///          D rms_norm, 0 none):  learned ? max_len·D : 0
+///          + L·[P·D·D + P·D + D·D + D + F·D + F + D·F + D + 2·n(D)] + (pre ? n(D) : 0)
 ///   head   H·O + O   (H = the body's output width)
 /// Throws ConfigError for an invalid cfg.
 std::size_t count_parameters(const ModelConfig& cfg);

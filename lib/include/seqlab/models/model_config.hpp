@@ -14,6 +14,10 @@
 //          "tcn": TCN with channels C_0..C_{L-1} (default H × L), kernel k   keys "tcn.network.{i}.conv1.weight" ...
 //   head   Linear(H or C_{L-1}, O)                                          keys "head.weight", "head.bias"
 //          "per_position": logits [B, T, O];  "last_position": logits [B, 1, O] from step T-1 only.
+//   body   "transformer_encoder" | "transformer_decoder" (models/transformer_model.hpp):
+//          d_model = hidden_size (the body input width E must equal it), n_layers = num_layers,
+//          positional encoding, L TransformerEncoderLayers (decoder: causal mask, GPT block),
+//          final norm for pre-norm                                         keys "<model>.layers.{l}.*" ...
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -39,9 +43,10 @@ class ConfigError : public std::invalid_argument {
   std::string key_, value_, allowed_;
 };
 
-/// Model families the factory builds, in this order: "rnn", "lstm", "gru", "tcn".
+/// Model families the factory builds, in this order: "rnn", "lstm", "gru", "tcn",
+/// "transformer_encoder", "transformer_decoder".
 const std::vector<std::string>& model_names();
-/// "rnn, lstm, gru, tcn" (for messages).
+/// "rnn, lstm, gru, tcn, transformer_encoder, transformer_decoder" (for messages).
 std::string model_names_string();
 
 struct ModelConfig {
@@ -65,15 +70,39 @@ struct ModelConfig {
   std::string head = "per_position";    // "per_position" | "last_position"
   std::optional<std::int32_t> padding_idx;  // embedding input only, in [-V, V) (nn.Embedding's)
 
+  // Transformer families only (d_model = hidden_size, n_layers = num_layers; the body input width
+  // body_input_size() must equal hidden_size; dropout is every dropout of the layers and the one
+  // on embedding + positions):
+  std::size_t n_heads = 0;              // h >= 1, hidden_size % n_heads == 0
+  std::size_t d_ff = 0;                 // F >= 1, feed-forward inner size
+  std::string activation = "relu";      // relu | gelu (feed-forward)
+  std::string norm = "layer_norm";      // layer_norm | rms_norm | batch_norm | masked_batch_norm | none
+  std::string norm_placement = "post";  // post (Vaswani et al.) | pre (Xiong et al. 2020; GPT-2)
+  std::string positional_encoding = "sinusoidal";  // sinusoidal | learned | rope | rope_pi |
+                                        // rope_ntk | alibi | none (nn/positional.hpp)
+  bool shared_qk = false;               // self-attention with W_Q = W_K
+  std::size_t max_len = 0;              // learned only: table rows (>= 1); longer inputs throw
+  std::size_t train_len = 0;            // rope_pi / rope_ntk only: L_train (>= 1)
+  std::string rope_pairing = "interleaved";  // rope*: interleaved (RoFormer) | halves (GPT-NeoX)
+
   /// Throws ConfigError for the first bad field, in the order model, input, vocab_size /
   /// input_size, embedding_dim, padding_idx, hidden_size, num_layers (tcn: at most 30 levels,
   /// dilation 2^i), channels, kernel_size, nonlinearity, dropout, output_size, head. Fields a
   /// family does not use are not checked (kernel_size for lstm, nonlinearity for tcn, hidden_size
   /// and num_layers for a tcn with explicit channels), except padding_idx, which is rejected with
   /// linear input because it would silently do nothing.
+  /// Transformer families, after num_layers: embedding_dim (body_input_size() must equal
+  /// hidden_size; for linear input without projection input_size is named), n_heads (>= 1 and
+  /// dividing hidden_size; with rope* also an even head size hidden_size / n_heads), d_ff,
+  /// activation, norm, norm_placement, positional_encoding (its name; sinusoidal needs an even
+  /// hidden_size), rope_pairing (rope*), max_len (learned, >= 1), train_len (rope_pi/ntk, >= 1),
+  /// then dropout, output_size, head as for every family.
   void validate() const;
 
   bool is_recurrent() const { return model == "rnn" || model == "lstm" || model == "gru"; }
+  bool is_transformer() const {
+    return model == "transformer_encoder" || model == "transformer_decoder";
+  }
   bool last_position() const { return head == "last_position"; }
   /// E: the feature width entering the body (embedding_dim, or input_size when a linear input
   /// has no projection).
