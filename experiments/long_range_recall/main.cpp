@@ -66,12 +66,12 @@ ModelConfig model_config(const Cell& cell) {
   mc.model = cell.get_string("model");
   mc.input = "embedding";
   mc.vocab_size = 10;
-  mc.embedding_dim = static_cast<std::size_t>(cell.get_int("embedding_dim"));
-  mc.hidden_size = static_cast<std::size_t>(cell.get_int("hidden_size"));
-  mc.num_layers = static_cast<std::size_t>(cell.get_int("num_layers"));
+  mc.embedding_dim = cell.get_size("embedding_dim");
+  mc.hidden_size = cell.get_size("hidden_size");
+  mc.num_layers = cell.get_size("num_layers");
   mc.nonlinearity = cell.get_string("nonlinearity");
-  mc.kernel_size = static_cast<std::size_t>(cell.get_int("kernel_size"));
-  mc.dropout = static_cast<float>(cell.get_real("dropout"));
+  mc.kernel_size = cell.get_size("kernel_size");
+  mc.dropout = cell.get_float("dropout");
   mc.weight_norm = cell.get_int("weight_norm") != 0;
   mc.output_size = 10;
   mc.head = "per_position";
@@ -122,9 +122,9 @@ Evaluation evaluate(SequenceModel& model, const CopyMemoryTask& task, const Toke
 LrSchedule make_schedule(const Cell& cell) {
   LrSchedule s;
   s.kind = cell.get_string("schedule");
-  s.base_lr = static_cast<float>(cell.get_real("lr"));
-  s.warmup_steps = static_cast<int>(cell.get_int("warmup_steps"));
-  s.total_steps = static_cast<int>(cell.get_int("steps"));
+  s.base_lr = cell.get_float("lr");
+  s.warmup_steps = cell.get_int32("warmup_steps");
+  s.total_steps = cell.get_int32("steps");
   return s;
 }
 
@@ -146,10 +146,10 @@ void validate(const Cell& cell) {
 
 void run_cell(const Cell& cell, CellOutput& out) {
   const std::string model_name = cell.get_string("model");
-  const int T = static_cast<int>(cell.get_int("T"));
-  const auto batch = static_cast<std::size_t>(cell.get_int("batch"));
-  const int steps = static_cast<int>(cell.get_int("steps"));
-  const int log_every = static_cast<int>(cell.get_int("log_every"));
+  const int T = cell.get_int32("T");
+  const std::size_t batch = cell.get_size("batch");
+  const int steps = cell.get_int32("steps");
+  const int log_every = cell.get_int32("log_every");
   const CopyMemoryTask task(T);
 
   Rng init_rng(cell.stream_seed(kInitStream));
@@ -159,13 +159,13 @@ void run_cell(const Cell& cell, CellOutput& out) {
   const std::vector<Parameter*> params = model.parameters();
 
   OptimizerConfig oc;
-  oc.lr = static_cast<float>(cell.get_real("lr"));
-  oc.weight_decay = static_cast<float>(cell.get_real("weight_decay"));
+  oc.lr = cell.get_float("lr");
+  oc.weight_decay = cell.get_float("weight_decay");
   auto optim = make_optimizer(cell.get_string("optimizer"), params, oc);
   const LrSchedule schedule = make_schedule(cell);
 
   Rng test_rng(cell.stream_seed(kTestStream));
-  const TokenBatch test = task.sample(static_cast<std::size_t>(cell.get_int("test_batch")), test_rng);
+  const TokenBatch test = task.sample(cell.get_size("test_batch"), test_rng);
   Rng train_rng(cell.stream_seed(kTrainStream));
 
   Row id;
@@ -218,6 +218,14 @@ void run_cell(const Cell& cell, CellOutput& out) {
 
   model.eval();
   const Evaluation ev = evaluate(model, task, test);
+  // A non-finite test loss with finite parameters (e.g. logits overflowing) is divergence too:
+  // recorded as diverged at step steps_done (nothing diverged during training, so = steps).
+  bool diverged = tr.diverged;
+  int diverged_step = tr.diverged_step;
+  if (!diverged && !(std::isfinite(ev.loss) && std::isfinite(ev.recall_loss))) {
+    diverged = true;
+    diverged_step = tr.steps_done;
+  }
   out.add_row(Row(id)
                   .add("derived_seed", cell.seed)
                   .add("n_params", model.num_parameters())
@@ -236,8 +244,8 @@ void run_cell(const Cell& cell, CellOutput& out) {
                   .add("memoryless_loss", task.memoryless_loss())
                   .add("memoryless_recall_loss", task.memoryless_recall_loss())
                   .add("chance_recall_accuracy", task.chance_recall_accuracy())
-                  .add("diverged", tr.diverged ? 1 : 0)
-                  .add("diverged_step", tr.diverged_step)
+                  .add("diverged", diverged ? 1 : 0)
+                  .add("diverged_step", diverged_step)
                   .add("steps_done", tr.steps_done)
                   .add("final_train_loss", last_window_loss)
                   .add("train_time_s", train_time));
@@ -256,17 +264,24 @@ int main(int argc, char** argv) {
   spec.experiment_dir = SEQLAB_EXPERIMENT_DIR;
   // Built-in defaults = configs/quick.ini (keys missing from a config file fall back to these).
   spec.options = {
-      string_sweep("model", {"lstm"}, "sequence model (later: transformer)").one_of(model_names()),
+      string_sweep("model", {"lstm"}, "sequence model (transformer families: long-range issue)")
+          .one_of({"rnn", "lstm", "gru", "tcn"}),
       int_sweep("T", {5, 10, 25, 100}, "steps",
                 "blank length of copy memory (recall distance T+10, sequence length T+20)")
-          .at_least(1),
-      int_option("embedding_dim", 8, "units", "embedding width E").at_least(1),
+          .at_least(1)
+          .at_most(1e6),
+      int_option("embedding_dim", 8, "units", "embedding width E").at_least(1).at_most(65536),
       int_option("hidden_size", 64, "units", "hidden size H (tcn: channels of every level)")
-          .at_least(1),
-      int_option("num_layers", 1, "layers", "stacked recurrent layers, or TCN levels").at_least(1),
+          .at_least(1)
+          .at_most(65536),
+      int_option("num_layers", 1, "layers", "stacked recurrent layers, or TCN levels (tcn: at most 30)")
+          .at_least(1)
+          .at_most(1000),
       string_option("nonlinearity", "tanh", "rnn only: torch.nn.RNN nonlinearity")
           .one_of({"tanh", "relu"}),
-      int_option("kernel_size", 8, "steps", "tcn only: convolution kernel size k").at_least(1),
+      int_option("kernel_size", 8, "steps", "tcn only: convolution kernel size k")
+          .at_least(1)
+          .at_most(4096),
       int_option("weight_norm", 1, "0/1", "tcn only: weight-normalised convolutions (Bai et al.)")
           .at_least(0)
           .at_most(1),
@@ -274,8 +289,9 @@ int main(int argc, char** argv) {
           .at_least(0)
           .at_most(0.99),
       int_option("batch", 16, "sequences", "training batch size (fresh batch every step)")
-          .at_least(1),
-      int_option("steps", 3000, "updates", "optimizer updates").at_least(1),
+          .at_least(1)
+          .at_most(1e6),
+      int_option("steps", 3000, "updates", "optimizer updates").at_least(1).at_most(1e9),
       real_option("lr", 3e-3, "1", "peak learning rate").greater_than(0),
       string_option("optimizer", "adam", "optimizer").one_of({"adam", "adamw", "sgd"}),
       real_option("weight_decay", 0, "1", "weight decay (L2 for adam/sgd, decoupled for adamw)")
@@ -284,9 +300,24 @@ int main(int argc, char** argv) {
           .at_least(0),
       string_option("schedule", "constant", "learning-rate schedule")
           .one_of({"constant", "cosine", "inverse_sqrt"}),
-      int_option("warmup_steps", 0, "updates", "linear warm-up length").at_least(0),
-      int_option("test_batch", 256, "sequences", "size of the fixed test set").at_least(1),
-      int_option("log_every", 50, "updates", "updates per row of the curve table").at_least(1),
+      int_option("warmup_steps", 0, "updates", "linear warm-up length").at_least(0).at_most(1e9),
+      int_option("test_batch", 256, "sequences", "size of the fixed test set")
+          .at_least(1)
+          .at_most(1e6),
+      int_option("log_every", 50, "updates", "updates per row of the curve table")
+          .at_least(1)
+          .at_most(1e9),
+  };
+  spec.tables = {
+      {kMainTable,
+       {"experiment", "model", "task", "T", "seq_len", "seed", "derived_seed", "n_params",
+        "receptive_field", "sequential_steps", "embedding_dim", "hidden_size", "num_layers", "batch",
+        "steps", "lr", "optimizer", "test_loss", "test_recall_loss", "test_recall_accuracy",
+        "memoryless_loss", "memoryless_recall_loss", "chance_recall_accuracy", "diverged",
+        "diverged_step", "steps_done", "final_train_loss", "train_time_s"}},
+      {"steps",
+       {"experiment", "model", "task", "T", "seq_len", "seed", "step", "train_loss", "grad_norm",
+        "lr"}},
   };
   spec.default_seeds = 3;
   spec.timing_columns = {"train_time_s"};

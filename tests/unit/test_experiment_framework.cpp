@@ -1,9 +1,14 @@
-// Unit tests of the experiment framework's pieces: option parsing, number formatting, the grid
-// and its seed rule, cell ranges, tables and CSV, atomic writes, the --out check.
+// Unit tests of the experiment framework's pieces: option parsing, number formatting, value
+// ranges (integer bounds, narrowing accessors, float-representable reals), the grid, its size
+// limit and its seed rule, cell ranges, tables and CSV, atomic writes, file reads, the --out
+// check, removal of stale temporary files.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cfloat>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -78,7 +83,8 @@ TEST_CASE("sweep keys parse comma separated lists", "[experiment][options]") {
   CHECK_THAT(error_of(T, "10,0"), Catch::Contains("'0' is out of range") && Catch::Contains(">= 1"));
   CHECK_THAT(error_of(T, "10,10"), Catch::Contains("duplicate value '10'"));
   CHECK_THAT(error_of(T, "5.5"), Catch::Contains("'5.5' is not an integer"));
-  CHECK_THAT(error_of(T, "99999999999999999999"), Catch::Contains("not an integer"));
+  CHECK_THAT(error_of(T, "99999999999999999999"),
+             Catch::Contains("'99999999999999999999' is out of range"));
 }
 
 TEST_CASE("scalar keys reject lists wrong types and out of range values", "[experiment][options]") {
@@ -93,7 +99,7 @@ TEST_CASE("scalar keys reject lists wrong types and out of range values", "[expe
   const auto lr = real_option("lr", 1e-3, "1", "lr").greater_than(0);
   CHECK(std::get<double>(lr.parse("1e-3", "x").at(0)) == 1e-3);
   CHECK(std::get<double>(lr.parse("2", "x").at(0)) == 2.0);
-  CHECK_THAT(error_of(lr, "0"), Catch::Contains("a real > 0"));
+  CHECK_THAT(error_of(lr, "0"), Catch::Contains("a real in (0, 3.40282347e+38]"));
   CHECK_THAT(error_of(lr, "inf"), Catch::Contains("'inf'"));
   CHECK_THAT(error_of(lr, "nan"), Catch::Contains("'nan'"));
   CHECK_THAT(error_of(lr, "1e-3x"), Catch::Contains("'1e-3x'"));
@@ -266,4 +272,185 @@ TEST_CASE("the output directory check creates nothing", "[experiment][io]") {
   fs::create_directories(d.path / "o");
   std::ofstream(d.path / "o" / "cells") << "x";
   CHECK_THAT(check_output_dir((d.path / "o").string(), "cells"), Catch::Contains("cells"));
+}
+
+TEST_CASE("integer keys use exact integer bounds", "[experiment][options][range]") {
+  const auto seed = int_option("seed", 1, "1", "base seed").at_least(0).at_most(9223372036854775807.0);
+  CHECK(seed.allowed() == "an integer in [0, 9223372036854775807]");
+  CHECK(std::get<std::int64_t>(seed.parse("9223372036854775807", "x").at(0)) ==
+        std::numeric_limits<std::int64_t>::max());
+  CHECK(error_of(seed, "9223372036854775808") ==
+        "seed: invalid value '9223372036854775808' (from the command line): out of range; "
+        "expected an integer in [0, 9223372036854775807]");
+  CHECK_THAT(error_of(seed, "-1"), Catch::Contains("[0, 9223372036854775807]"));
+
+  // A value that an int would truncate to 0 (2^32) is rejected by the bound, not truncated.
+  const auto steps = int_option("steps", 10, "updates", "updates").at_least(1).at_most(1e9);
+  CHECK(error_of(steps, "4294967296") ==
+        "steps: invalid value '4294967296' (from the command line): expected an integer in "
+        "[1, 1000000000]");
+  CHECK(std::get<std::int64_t>(steps.parse("1000000000", "x").at(0)) == 1000000000);
+  const auto T = int_sweep("T", {3}, "steps", "T").at_least(1).at_most(1e6);
+  CHECK_THAT(error_of(T, "3,4294967299"),
+             Catch::Contains("'4294967299' is out of range") && Catch::Contains("[1, 1000000]"));
+
+  // Real-valued bounds of an integer key are rounded inward.
+  const auto r = int_option("k", 2, "", "k").greater_than(1.5).at_most(10.7);
+  CHECK(r.int_lower() == 2);
+  CHECK(r.int_upper() == 10);
+  CHECK(r.allowed() == "an integer in [2, 10]");
+  CHECK(int_option("k", 2, "", "k").greater_than(1).int_lower() == 2);
+  CHECK(int_option("k", 2, "", "k").int_upper() == std::numeric_limits<std::int64_t>::max());
+  CHECK_FALSE(error_of(r, "11").empty());
+  CHECK(error_of(r, "10").empty());
+}
+
+TEST_CASE("narrowing accessors throw instead of truncating", "[experiment][options][range]") {
+  Params p;
+  p.set("log_every", std::int64_t{4294967296});
+  p.set("neg", std::int64_t{-1});
+  p.set("n", std::int64_t{300});
+  p.set("big_real", 1e39);
+  p.set("tiny_real", 1e-50);
+  p.set("lr", 0.5);
+  CHECK_THROWS_AS(p.get_int32("log_every"), std::out_of_range);
+  CHECK_THROWS_WITH(p.get_int32("log_every"),
+                    Catch::Contains("'log_every'") && Catch::Contains("4294967296") &&
+                        Catch::Contains("[-2147483648, 2147483647]"));
+  CHECK_THROWS_WITH(p.get_size("neg"), Catch::Contains("'neg'") && Catch::Contains("-1"));
+  CHECK(p.get_size("n") == 300);
+  CHECK(p.get_int32("n") == 300);
+  CHECK_THROWS_AS(p.get_int_as<std::uint8_t>("n"), std::out_of_range);
+  CHECK(p.get_int_as<std::int64_t>("log_every") == 4294967296);
+  CHECK(p.get_float("lr") == 0.5f);
+  CHECK_THROWS_WITH(p.get_float("big_real"), Catch::Contains("'big_real'") && Catch::Contains("1e+39"));
+  CHECK_THROWS_AS(p.get_float("tiny_real"), std::out_of_range);
+  CHECK_THROWS_AS(p.get_int32("lr"), std::logic_error);  // type mismatch, as get_int
+}
+
+TEST_CASE("real keys must be representable as finite floats", "[experiment][options][range]") {
+  const auto lr = real_option("lr", 1e-3, "1", "lr").greater_than(0);
+  CHECK(lr.allowed() == "a real in (0, 3.40282347e+38]");
+  CHECK(error_of(lr, "1e39") ==
+        "lr: invalid value '1e39' (from the command line): too large for a float; expected a real "
+        "in (0, 3.40282347e+38]");
+  CHECK(error_of(lr, "1e-50") ==
+        "lr: invalid value '1e-50' (from the command line): nonzero but rounds to 0 as a float; "
+        "expected a real in (0, 3.40282347e+38]");
+  // The printed bound itself is accepted (it rounds to FLT_MAX); so is a subnormal float.
+  CHECK(static_cast<float>(std::get<double>(lr.parse("3.40282347e+38", "x").at(0))) == FLT_MAX);
+  CHECK(lr.parse("1e-45", "x").size() == 1);
+  CHECK_THAT(error_of(lr, "3.5e38"), Catch::Contains("too large for a float"));
+  const auto wd = real_option("weight_decay", 0, "1", "wd").at_least(0);
+  CHECK_THAT(error_of(wd, "1e39"), Catch::Contains("weight_decay") && Catch::Contains("'1e39'") &&
+                                       Catch::Contains("[0, 3.40282347e+38]"));
+  CHECK(std::get<double>(wd.parse("0", "x").at(0)) == 0.0);
+  const auto any = real_option("shift", 0, "1", "shift");
+  CHECK(any.allowed() == "a real in [-3.40282347e+38, 3.40282347e+38]");
+  CHECK_THAT(error_of(any, "-1e39"), Catch::Contains("too large for a float"));
+  const auto sweep = real_sweep("lr", {0.1}, "1", "lr").greater_than(0);
+  CHECK_THAT(error_of(sweep, "0.1,1e39"),
+             Catch::Contains("'1e+39' is too large for a float") &&
+                 Catch::Contains("a comma-separated list of reals in (0, 3.40282347e+38]"));
+}
+
+TEST_CASE("the grid size is checked with overflow checks before it is built", "[experiment][grid][range]") {
+  const std::vector<OptionSpec> specs = {int_sweep("T", {1}, "", "T"), string_sweep("m", {"x"}, "m")};
+  std::map<std::string, std::vector<Value>> values;
+  for (std::int64_t t = 1; t <= 4; ++t) values["T"].emplace_back(std::in_place_index<0>, t);
+  values["m"] = {std::string("x"), std::string("y")};
+  // 2^62 replicates x 4 T values x 2 models wraps to 0 in 64 bits; 2^61+1 x 8 wraps to 8.
+  CHECK_THROWS_WITH(build_grid(specs, values, std::size_t{4611686018427387904ULL}, 1),
+                    Catch::Contains("more than 18446744073709551615 cells") &&
+                        Catch::Contains("T (4 values) x m (2 values) x seeds (4611686018427387904)") &&
+                        Catch::Contains("at most 100000 cells"));
+  CHECK_THROWS_AS(build_grid(specs, values, std::size_t{2305843009213693953ULL}, 1), ConfigError);
+  CHECK_THROWS_WITH(build_grid(specs, values, 3, 1, 20),
+                    Catch::StartsWith("the grid has 24 cells = T (4 values) x m (2 values) x seeds (3)") &&
+                        Catch::Contains("at most 20 cells"));
+  CHECK(build_grid(specs, values, 3, 1, 24).size() == 24);
+  CHECK(build_grid(specs, values, 12500, 1).size() == kMaxCells);
+}
+
+TEST_CASE("declared tables exist from the start and accept only their columns", "[experiment][table]") {
+  CellOutput out(std::vector<TableSpec>{{kMainTable, {"a", "b"}}, {"curve", {"a", "step"}}});
+  REQUIRE(out.tables().size() == 2);
+  CHECK(out.tables().at("curve").rows.empty());
+  CHECK(out.tables().at("curve").to_csv() == "a,step\n");
+  out.add_row(Row().add("a", 1).add("b", 2.5));
+  CHECK(out.tables().at(kMainTable).to_csv() == "a,b\n1,2.5\n");
+  CHECK_THROWS_WITH(out.add_row(Row().add("a", 1).add("x", 2)),
+                    Catch::Contains("(a,x)") && Catch::Contains("(a,b)"));
+  CHECK_THROWS_WITH(out.add_row(Row().add("a", 1), "other"),
+                    Catch::Contains("'other' is not declared") && Catch::Contains("curve, main"));
+  using Specs = std::vector<TableSpec>;
+  CHECK_THROWS_AS(CellOutput(Specs{{"t", {}}}), std::logic_error);
+  CHECK_THROWS_AS(CellOutput(Specs{{"t", {"a", "a"}}}), std::logic_error);
+  CHECK_THROWS_AS(CellOutput(Specs{{"t", {"a"}}, {"t", {"b"}}}), std::logic_error);
+  CHECK_THROWS_AS(CellOutput(Specs{{"bad name", {"a"}}}), std::logic_error);
+}
+
+TEST_CASE("read_file reports read errors and oversized files", "[experiment][io]") {
+  TempDir d;
+  const fs::path p = d.path / "c.ini";
+  std::ofstream(p) << "abc\n";
+  CHECK(read_file(p.string()) == "abc\n");
+  CHECK_THROWS_WITH(read_file(p.string(), 3), Catch::Contains("larger than 3 bytes"));
+  CHECK(read_file(p.string(), 4) == "abc\n");
+  CHECK_THROWS_WITH(read_file((d.path / "none").string()),
+                    Catch::Contains("none") && Catch::Contains("No such file"));
+  // /proc/self/mem opens but reading at offset 0 fails (EIO): not an empty file.
+  if (fs::exists("/proc/self/mem")) {
+    CHECK_THROWS_WITH(read_file("/proc/self/mem"),
+                      Catch::Contains("cannot read '/proc/self/mem'") &&
+                          Catch::Contains("Input/output error"));
+    CHECK_FALSE(read_text_file("/proc/self/mem").has_value());
+  }
+}
+
+TEST_CASE("the output directory check rejects dangling links and pseudo file systems", "[experiment][io]") {
+  TempDir d;
+  fs::create_symlink(d.path / "gone" / "x", d.path / "link");
+  CHECK_THAT(check_output_dir((d.path / "link").string()),
+             Catch::Contains("dangling symbolic link") && Catch::Contains("gone"));
+  CHECK_THAT(check_output_dir((d.path / "link" / "sub").string()), Catch::Contains("dangling"));
+  fs::create_directories(d.path / "o");
+  fs::create_symlink(d.path / "gone", d.path / "o" / "cells");
+  CHECK_THAT(check_output_dir((d.path / "o").string(), "cells"), Catch::Contains("dangling"));
+  // A link to an existing directory is fine.
+  fs::create_symlink(d.path / "o", d.path / "good");
+  CHECK(check_output_dir((d.path / "good" / "new").string()).empty());
+  if (fs::is_directory("/proc/self")) {
+    CHECK_THAT(check_output_dir("/proc/seqlab_out"), Catch::Contains("'/proc' is on a proc file system"));
+  }
+  if (fs::is_directory("/sys/kernel")) CHECK_FALSE(check_output_dir("/sys/seqlab_out").empty());
+  CHECK_FALSE(fs::exists(d.path / "gone"));
+}
+
+TEST_CASE("stale temporary files of dead processes on this host are removed", "[experiment][io]") {
+  TempDir d;
+  // A pid that is certainly dead: a child that has exited and been reaped.
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) _exit(0);
+  REQUIRE(waitpid(child, nullptr, 0) == child);
+  const std::string mine = temp_file_name("a.json");  // ".a.json~<host>~<our pid>.tmp"
+  const std::string our_pid = "~" + std::to_string(getpid()) + ".tmp";
+  REQUIRE(mine.size() > our_pid.size());
+  REQUIRE(mine.compare(mine.size() - our_pid.size(), our_pid.size(), our_pid) == 0);
+  const std::string host_prefix = mine.substr(0, mine.size() - our_pid.size());  // ".a.json~<host>"
+  const std::string dead = host_prefix + "~" + std::to_string(child) + ".tmp";
+  const std::string other_host = ".a.json~other-host.example~" + std::to_string(child) + ".tmp";
+  const std::string suffix_host = ".a.json~x." + host_prefix.substr(8) + "~" + std::to_string(child) + ".tmp";
+  for (const auto& n : {mine, dead, other_host, suffix_host, std::string("a.json"),
+                        std::string(".a.json.tmp")}) {
+    std::ofstream(d.path / n) << "x";
+  }
+  CHECK(remove_stale_temp_files(d.path.string()) == 1);
+  CHECK_FALSE(fs::exists(d.path / dead));
+  for (const auto& n : {mine, other_host, suffix_host, std::string("a.json"), std::string(".a.json.tmp")}) {
+    INFO(n);
+    CHECK(fs::exists(d.path / n));
+  }
+  CHECK(remove_stale_temp_files((d.path / "missing").string()) == 0);
 }

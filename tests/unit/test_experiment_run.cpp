@@ -1,11 +1,17 @@
 // run_experiment end to end, in process, on a toy experiment: config files and overrides,
 // resume and --force, partial runs and --merge, bad input (exit 2, nothing written), runtime
-// failures (exit 1), metadata.
+// failures (exit 1: a throwing cell, out of memory, unwritable stdout), metadata, verification of
+// stored cells (checksum, declared tables, sweep-key values), declared tables always written,
+// removal of stale temporary files.
 #include <catch2/catch.hpp>
 
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <functional>
+#include <new>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -37,10 +43,16 @@ ExperimentSpec toy_spec(const fs::path& experiment_dir = {}) {
   spec.name = "toy";
   spec.description = "A toy experiment for the framework's tests.";
   spec.experiment_dir = experiment_dir.string();
-  spec.options = {int_sweep("n", {1, 2, 3}, "tokens", "a size").at_least(1),
+  spec.options = {int_sweep("n", {1, 2, 3}, "tokens", "a size").at_least(1).at_most(1000),
                   real_option("x", 0.5, "1", "a factor").at_least(0),
-                  int_option("fail_at", 0, "1", "n whose cell throws (0: none)").at_least(0),
-                  string_option("mode", "a", "a mode").one_of({"a", "b"})};
+                  int_option("fail_at", 0, "1", "n whose cell throws (0: none)").at_least(0).at_most(1000),
+                  string_option("mode", "a", "a mode").one_of({"a", "b"}),
+                  int_option("oom_at", 0, "1", "n whose cell throws std::bad_alloc (0: none)")
+                      .at_least(0)
+                      .at_most(1000),
+                  int_option("curve_rows", 2, "rows", "rows of the curve table").at_least(0).at_most(10)};
+  spec.tables = {{kMainTable, {"experiment", "n", "seed", "derived_seed", "value", "time_s"}},
+                 {"curve", {"experiment", "n", "seed", "step", "loss"}}};
   spec.default_seeds = 2;
   spec.timing_columns = {"time_s"};
   spec.validate = [](const Cell& c) {
@@ -51,10 +63,12 @@ ExperimentSpec toy_spec(const fs::path& experiment_dir = {}) {
     ++g_calls;
     const auto n = c.get_int("n");
     if (n == c.get_int("fail_at")) throw std::runtime_error("boom");
+    if (n == c.get_int("oom_at")) throw std::bad_alloc();
     Row id;
     id.add("experiment", "toy").add("n", n).add("seed", c.replicate);
     out.add_row(Row(id).add("derived_seed", c.seed).add("value", c.get_real("x") * n).add("time_s", 0.0));
-    for (int s = 1; s <= 2; ++s) out.add_row(Row(id).add("step", s).add("loss", 1.0 / s), "curve");
+    for (int s = 1; s <= c.get_int32("curve_rows"); ++s)
+      out.add_row(Row(id).add("step", s).add("loss", 1.0 / s), "curve");
   };
   return spec;
 }
@@ -64,17 +78,25 @@ struct Result {
   std::string out, err;
 };
 
-// Runs run_experiment with `args` (argv[0] added), capturing std::cout and std::cerr.
-Result run(const ExperimentSpec& spec, std::vector<std::string> args) {
+// A stream buffer whose every write fails, like a full disk or /dev/full.
+struct FullBuf : std::streambuf {
+  int overflow(int) override { return traits_type::eof(); }
+};
+
+// Runs run_experiment with `args` (argv[0] added), capturing std::cout and std::cerr; with
+// `full_stdout`, writes to std::cout fail instead.
+Result run(const ExperimentSpec& spec, std::vector<std::string> args, bool full_stdout = false) {
   args.insert(args.begin(), "toy");
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
   std::ostringstream out, err;
-  auto* old_out = std::cout.rdbuf(out.rdbuf());
+  FullBuf full;
+  auto* old_out = std::cout.rdbuf(full_stdout ? static_cast<std::streambuf*>(&full) : out.rdbuf());
   auto* old_err = std::cerr.rdbuf(err.rdbuf());
   const int code = run_experiment(static_cast<int>(argv.size()), argv.data(), spec);
   std::cout.rdbuf(old_out);
   std::cerr.rdbuf(old_err);
+  std::cout.clear();
   return {code, out.str(), err.str()};
 }
 
@@ -217,21 +239,32 @@ TEST_CASE("bad input exits 2 with one message and writes nothing", "[experiment]
   const auto ini = write_ini(d.path, "c.ini", "n = 1,2\n");
   const auto bad_ini = write_ini(d.path, "bad.ini", "n = 1\nfoo = 3\n");
   std::ofstream(d.path / "file.txt") << "x";
+  fs::create_symlink(d.path / "gone" / "res", d.path / "link");
   const std::string out = (d.path / "res").string();
   struct Case {
     std::vector<std::string> args;
     std::vector<std::string> expect;  // substrings of the message
   };
   const std::vector<Case> cases = {
-      {{"--foo=1"}, {"unknown key '--foo'", "allowed keys are n, x, fail_at, mode, seeds, seed"}},
-      {{"--n=abc"}, {"n: invalid value 'abc'", "integers >= 1"}},
+      {{"--foo=1"}, {"unknown key '--foo'", "allowed keys are n, x, fail_at, mode, oom_at, curve_rows, seeds, seed"}},
+      {{"--n=abc"}, {"n: invalid value 'abc'", "integers in [1, 1000]"}},
+      {{"--n=4294967297"}, {"n: invalid value '4294967297'", "'4294967297' is out of range"}},
       {{"--n=1,-2"}, {"n: invalid value '1,-2'", "'-2' is out of range"}},
       {{"--n=0"}, {"n: invalid value '0'"}},
       {{"--n="}, {"n: invalid value ''", "empty list"}},
-      {{"--x=-1"}, {"x: invalid value '-1'", "a real >= 0"}},
-      {{"--seeds=0"}, {"seeds: invalid value '0'", ">= 1"}},
-      {{"--seed=-5"}, {"seed: invalid value '-5'"}},
-      {{"--threads=0"}, {"threads: invalid value '0'"}},
+      {{"--x=-1"}, {"x: invalid value '-1'", "a real in [0, 3.40282347e+38]"}},
+      {{"--x=1e39"}, {"x: invalid value '1e39'", "too large for a float", "[0, 3.40282347e+38]"}},
+      {{"--x=1e-60"}, {"x: invalid value '1e-60'", "rounds to 0 as a float"}},
+      {{"--seeds=0"}, {"seeds: invalid value '0'", "[1, 100000]"}},
+      {{"--seeds=100001"}, {"seeds: invalid value '100001'", "[1, 100000]"}},
+      {{"--seeds=4611686018427387904"}, {"seeds: invalid value '4611686018427387904'", "[1, 100000]"}},
+      {{"--seeds=60000"}, {"the grid has 120000 cells = n (2 values) x seeds (60000)", "at most 100000"}},
+      {{"--seed=-5"}, {"seed: invalid value '-5'", "[0, 9223372036854775807]"}},
+      {{"--seed=9223372036854775808"}, {"seed: invalid value '9223372036854775808'", "[0, 9223372036854775807]"}},
+      {{"--threads=0"}, {"threads: invalid value '0' (from the command line): expected an integer in [1, 1024]"}},
+      {{"--threads=100000"}, {"threads: invalid value '100000' (from the command line): expected an integer in [1, 1024]"}},
+      {{"--out", (d.path / "link").string()}, {"--out", "dangling symbolic link"}},
+      {{"--config", "/proc/self/mem"}, {"--config: cannot read '/proc/self/mem'", "Input/output error"}},
       {{"--mode=c"}, {"mode: invalid value 'c'", "one of a|b"}},
       {{"--mode=b", "--n=1,3"}, {"mode: invalid value 'b'", "n <= 2"}},
       {{"--cell=4"}, {"--cell: invalid value '4'", "[0, 3]"}},
@@ -243,7 +276,8 @@ TEST_CASE("bad input exits 2 with one message and writes nothing", "[experiment]
       {{"stray"}, {"unexpected argument 'stray'"}},
   };
   for (const auto& c : cases) {
-    std::vector<std::string> args = {"--config", ini.string()};
+    std::vector<std::string> args;
+    if (c.args.front() != "--config") args.insert(args.end(), {"--config", ini.string()});
     if (c.args.front() != "--out") args.insert(args.end(), {"--out", out});
     args.insert(args.end(), c.args.begin(), c.args.end());
     const auto r = run(toy_spec(), args);
@@ -316,4 +350,204 @@ TEST_CASE("a cell that throws is a runtime failure and the others still run", "[
   std::size_t files = 0;
   for (const auto& e : fs::directory_iterator(out / "cells")) files += e.path().extension() == ".json";
   CHECK(files == 2);
+}
+
+namespace {
+// The cell file in <out>/cells whose label is `label`.
+fs::path cell_file(const fs::path& out, const std::string& label) {
+  for (const auto& e : fs::directory_iterator(out / "cells")) {
+    if (e.path().extension() != ".json") continue;
+    const auto j = nlohmann::json::parse(slurp(e.path()));
+    if (j.at("label") == label) return e.path();
+  }
+  FAIL("no cell file with label " << label);
+  return {};
+}
+}  // namespace
+
+TEST_CASE("stored cells are verified and corrupt ones are named at merge and recomputed", "[experiment][run][corrupt]") {
+  TempDir d;
+  const auto ini = write_ini(d.path, "c.ini", "n = 1,2\nseeds = 1\n");
+  const fs::path out = d.path / "res";
+  const std::vector<std::string> base = {"--config", ini.string(), "--out", out.string(), "--quiet"};
+  auto with = [&](const std::string& flag) {
+    auto a = base;
+    a.push_back(flag);
+    return a;
+  };
+  g_calls = 0;
+  REQUIRE(run(toy_spec(), base).code == 0);
+  REQUIRE(g_calls == 2);
+  const std::string good_csv = slurp(out / "toy.csv");
+  const fs::path file = cell_file(out, "n=2 seed=0");
+  const std::string good = slurp(file);
+
+  struct Edit {
+    const char* what;
+    std::function<void(nlohmann::json&)> edit;
+    bool fix_checksum;  // recompute the checksum after the edit (a deliberate, consistent edit)
+    const char* expect;
+  };
+  const std::vector<Edit> edits = {
+      {"garbage value", [](nlohmann::json& j) { j["tables"]["main"]["rows"][0][4] = "GARBAGE"; },
+       false, "checksum mismatch"},
+      {"tripled rows",
+       [](nlohmann::json& j) {
+         auto& rows = j["tables"]["main"]["rows"];
+         rows.push_back(rows[0]);
+         rows.push_back(rows[0]);
+       },
+       false, "checksum mismatch"},
+      {"main table deleted", [](nlohmann::json& j) { j["tables"].erase("main"); }, true,
+       "table 'main' is missing"},
+      {"main table emptied", [](nlohmann::json& j) { j["tables"]["main"]["rows"] = nlohmann::json::array(); },
+       true, "table 'main' has no rows"},
+      {"sweep key changed", [](nlohmann::json& j) { j["tables"]["curve"]["rows"][1][1] = "999"; }, true,
+       "table 'curve' row 1: column 'n' is '999' but this cell has n=2"},
+      {"column renamed", [](nlohmann::json& j) { j["tables"]["main"]["columns"][4] = "val"; }, true,
+       "table 'main' has the columns (experiment,n,seed,derived_seed,val,time_s) instead of the declared"},
+      {"extra table", [](nlohmann::json& j) { j["tables"]["extra"] = j["tables"]["curve"]; }, true,
+       "table 'extra' is not declared"},
+      {"no checksum", [](nlohmann::json& j) { j.erase("checksum"); }, false, "no checksum"},
+      {"other fingerprint", [](nlohmann::json& j) { j["fingerprint"]["params"]["x"] = "7"; }, true,
+       "fingerprint is not this cell's"},
+  };
+  for (const auto& e : edits) {
+    INFO(e.what);
+    auto j = nlohmann::json::parse(good);
+    e.edit(j);
+    if (e.fix_checksum) j["checksum"] = cell_checksum(j["fingerprint"], j["tables"]);
+    std::ofstream(file, std::ios::trunc) << j.dump(1);
+    const auto m = run(toy_spec(), with("--merge"));
+    INFO(m.err);
+    CHECK(m.code == 1);
+    CHECK(count_lines(m.err) == 1);
+    CHECK_THAT(m.err, Catch::Contains("merge: 1 of 2 cells are corrupt: 1 (first: n=2 seed=0: ") &&
+                          Catch::Contains(e.expect) && Catch::Contains(file.filename().string()));
+    CHECK(slurp(out / "toy.csv") == good_csv);  // nothing merged
+    // A run (no --force) recomputes exactly the corrupt cell, then merges as before.
+    g_calls = 0;
+    const auto r = run(toy_spec(), {"--config", ini.string(), "--out", out.string()});
+    CHECK(r.code == 0);
+    CHECK(g_calls == 1);
+    CHECK_THAT(r.err, Catch::Contains("(n=2 seed=0): stored result") && Catch::Contains("is corrupt ("));
+    CHECK(slurp(out / "toy.csv") == good_csv);
+  }
+  // A truncated file (killed writer without the atomic rename, disk full...) is corrupt too.
+  std::ofstream(file, std::ios::trunc) << good.substr(0, good.size() / 2);
+  const auto m = run(toy_spec(), with("--merge"));
+  CHECK(m.code == 1);
+  CHECK_THAT(m.err, Catch::Contains("not valid JSON"));
+  // Missing and corrupt cells are both named, in one line.
+  fs::remove(cell_file(out, "n=1 seed=0"));
+  const auto both = run(toy_spec(), with("--merge"));
+  CHECK(both.code == 1);
+  CHECK(count_lines(both.err) == 1);
+  CHECK_THAT(both.err, Catch::Contains("1 of 2 cells are not done: 0 (first: n=1 seed=0); 1 of 2 "
+                                       "cells are corrupt: 1"));
+}
+
+TEST_CASE("every declared table is written even when no cell has rows for it", "[experiment][run]") {
+  TempDir d;
+  const auto ini = write_ini(d.path, "c.ini", "n = 1\nseeds = 1\n");
+  const fs::path out = d.path / "res";
+  REQUIRE(run(toy_spec(), {"--config", ini.string(), "--out", out.string(), "--quiet"}).code == 0);
+  CHECK(count_lines(slurp(out / "toy_curve.csv")) == 3);
+  // The same output directory, a run whose cells write no curve rows (e.g. diverged at once):
+  // the curve CSV from the first merge must not survive.
+  REQUIRE(run(toy_spec(), {"--config", ini.string(), "--out", out.string(), "--quiet",
+                           "--curve_rows=0"})
+              .code == 0);
+  CHECK(slurp(out / "toy_curve.csv") == "experiment,n,seed,step,loss\n");
+  const auto meta = nlohmann::json::parse(slurp(out / "toy.meta.json"));
+  CHECK(meta.at("tables").at("curve").at("rows") == 0);
+  CHECK(meta.at("tables").at("curve").at("columns") ==
+        nlohmann::json::array({"experiment", "n", "seed", "step", "loss"}));
+  CHECK(meta.at("cells").at(0).at("checksum").get<std::string>().rfind("fnv1a64:", 0) == 0);
+}
+
+TEST_CASE("a spec without integer bounds or table declarations is a programming error", "[experiment][run]") {
+  TempDir d;
+  const auto ini = write_ini(d.path, "c.ini", "n = 1\n");
+  const std::vector<std::string> args = {"--config", ini.string(), "--out", (d.path / "res").string()};
+  auto spec = toy_spec();
+  spec.options.push_back(int_option("unbounded", 1, "1", "no upper bound").at_least(0));
+  auto r = run(spec, args);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("integer key 'unbounded' has no upper bound") &&
+                        Catch::Contains("at_most"));
+  spec = toy_spec();
+  spec.tables.clear();
+  r = run(spec, args);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("tables must declare the main table"));
+  spec = toy_spec();
+  spec.default_seeds = 100001;
+  r = run(spec, args);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("bad default") && Catch::Contains("seeds"));
+  // run_cell writing an undeclared table: a failure of that cell, named.
+  spec = toy_spec();
+  spec.run_cell = [](const Cell&, CellOutput& out) { out.add_row(Row().add("a", 1), "undeclared"); };
+  r = run(spec, args);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("cell 0/2 (n=1 seed=0) failed") &&
+                        Catch::Contains("'undeclared' is not declared"));
+  // run_cell writing a row whose sweep-key column disagrees with the cell: caught before writing.
+  spec = toy_spec();
+  spec.run_cell = [](const Cell& c, CellOutput& out) {
+    out.add_row(Row().add("experiment", "toy").add("n", 999).add("seed", c.replicate)
+                    .add("derived_seed", c.seed).add("value", 1.0).add("time_s", 0.0));
+  };
+  r = run(spec, args);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("column 'n' is '999' but this cell has n=1"));
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(d.path / "res" / "cells")) files += e.path().extension() == ".json";
+  CHECK(files == 0);
+}
+
+TEST_CASE("a cell that runs out of memory is reported as such", "[experiment][run]") {
+  TempDir d;
+  const auto ini = write_ini(d.path, "c.ini", "n = 1,2\nseeds = 1\noom_at = 2\n");
+  g_calls = 0;
+  const auto r = run(toy_spec(), {"--config", ini.string(), "--out", (d.path / "res").string(), "--quiet"});
+  CHECK(r.code == 1);
+  CHECK(g_calls == 2);
+  CHECK_THAT(r.err, Catch::Contains("cell 1/2 (n=2 seed=0): out of memory (std::bad_alloc)") &&
+                        Catch::Contains("too large for this machine"));
+  CHECK_FALSE(fs::exists(d.path / "res" / "toy.csv"));
+}
+
+TEST_CASE("help and list-cells fail when standard output cannot be written", "[experiment][run]") {
+  TempDir d;
+  const auto ini = write_ini(d.path, "c.ini", "n = 1,2\n");
+  for (const char* flag : {"--help", "--list-cells"}) {
+    INFO(flag);
+    const auto r = run(toy_spec(), {"--config", ini.string(), flag}, /*full_stdout=*/true);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Catch::Contains("cannot write to standard output"));
+    CHECK(run(toy_spec(), {"--config", ini.string(), flag}).code == 0);
+  }
+}
+
+TEST_CASE("temporary files of killed writers on this host are removed at start", "[experiment][run]") {
+  TempDir d;
+  const auto ini = write_ini(d.path, "c.ini", "n = 1\nseeds = 1\n");
+  const fs::path out = d.path / "res";
+  fs::create_directories(out / "cells");
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) _exit(0);
+  REQUIRE(waitpid(child, nullptr, 0) == child);
+  std::string stale = temp_file_name("n=1_seed=0_0123456789abcdef.json");
+  stale = stale.substr(0, stale.rfind('~') + 1) + std::to_string(child) + ".tmp";
+  const std::string foreign = ".n=1_seed=0_0123456789abcdef.json~elsewhere~" + std::to_string(child) + ".tmp";
+  std::ofstream(out / "cells" / stale) << "{";
+  std::ofstream(out / "cells" / foreign) << "{";
+  const auto r = run(toy_spec(), {"--config", ini.string(), "--out", out.string()});
+  CHECK(r.code == 0);
+  CHECK_THAT(r.err, Catch::Contains("removed 1 temporary file(s)"));
+  CHECK_FALSE(fs::exists(out / "cells" / stale));
+  CHECK(fs::exists(out / "cells" / foreign));  // another host's writer may still be running
 }

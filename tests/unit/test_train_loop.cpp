@@ -192,6 +192,45 @@ TEST_CASE("train_loop reports an Inf loss or a NaN gradient as divergence", "[tr
   }
 }
 
+TEST_CASE("train_loop reports parameters made non-finite by the last update as divergence", "[train][loop][divergence]") {
+  // SGD with lr 3e38 and a gradient of 1e10 moves w by 3e48: inf in float. The loss of every
+  // step is finite, so only the final parameter check can see it.
+  for (int steps : {1, 3}) {
+    INFO("steps " << steps);
+    Quadratic q;
+    SGD sgd({&q.w}, 3e38f);
+    TrainOptions opt;
+    opt.steps = steps;
+    opt.quiet = true;
+    int on_step_calls = 0;
+    const TrainResult r = train_loop(
+        opt, {&q.w}, sgd, LrSchedule{"constant", 3e38f},
+        [&](int step) {
+          const double loss = q(step);
+          for (auto& g : q.w.grad) g = step == steps - 1 ? 1e10f : 0.0f;  // only the last update blows up
+          return loss;
+        },
+        [&](const StepRecord&) { ++on_step_calls; });
+    CHECK(r.diverged);
+    CHECK(r.diverged_step == steps);  // the step that would come next; update steps-1 was applied
+    CHECK(r.steps_done == steps);
+    CHECK(on_step_calls == steps);
+    CHECK(std::isfinite(r.last_loss));
+    CHECK_THAT(r.diverged_what, Catch::StartsWith("parameters non-finite (first: w = -inf)"));
+    CHECK(std::isinf(q.w.value(0)));
+  }
+  // Finite parameters after the last update: not diverged (no false alarm).
+  Quadratic q;
+  SGD sgd({&q.w}, 0.1f);
+  TrainOptions opt;
+  opt.steps = 2;
+  opt.quiet = true;
+  const TrainResult ok = train_loop(opt, {&q.w}, sgd, LrSchedule{"constant", 0.1f}, std::ref(q));
+  CHECK_FALSE(ok.diverged);
+  CHECK(ok.diverged_step == -1);
+  CHECK(ok.diverged_what.empty());
+}
+
 TEST_CASE("train_loop clips by the global norm and reports the norm before clipping", "[train][loop]") {
   // Two parameters with gradients (3, 0) and (0, 4): norm 5, clipped to 1, SGD lr 1 → each moves
   // by 1/(5 + 1e-6) times its gradient.

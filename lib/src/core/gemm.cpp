@@ -1,5 +1,9 @@
 #include "seqlab/core/gemm.hpp"
 
+#include <climits>
+#include <stdexcept>
+#include <string>
+
 #include <xtensor-blas/xblas.hpp>  // declares cblas_sgemm (xflens/cxxblas/drivers/cblas.h)
 
 namespace seqlab {
@@ -12,6 +16,12 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
     for (std::size_t i = 0; i < M; ++i)
       for (std::size_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
     return;
+  }
+  // CBLAS takes int extents: refuse what would silently truncate.
+  for (std::size_t v : {M, N, K, lda, ldb, ldc}) {
+    if (v > static_cast<std::size_t>(INT_MAX))
+      throw std::length_error("gemm: extent " + std::to_string(v) +
+                              " exceeds the BLAS limit of 2^31 - 1 (M, N, K and leading dimensions)");
   }
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
               static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,

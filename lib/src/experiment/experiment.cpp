@@ -6,9 +6,9 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
+#include <new>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -77,15 +77,20 @@ std::vector<OptionSpec> key_specs(const ExperimentSpec& spec) {
   std::vector<OptionSpec> keys = spec.options;
   keys.push_back(int_option("seeds", spec.default_seeds, "runs",
                             "replicates per grid point (seed indices 0..seeds-1)")
-                     .at_least(1));
+                     .at_least(1)
+                     .at_most(static_cast<double>(kMaxSeeds)));
+  // 9223372036854775807 as a double is 2^63, which an integer key reads as the int64 maximum.
   keys.push_back(int_option("seed", 1, "1",
                             "base seed; replicate r uses derive_seed(seed, r) (see README)")
-                     .at_least(0));
+                     .at_least(0)
+                     .at_most(9223372036854775807.0));
   return keys;
 }
 
 OptionSpec threads_spec() {
-  return int_option("threads", 1, "threads", "thread budget (OpenBLAS)").at_least(1);
+  return int_option("threads", 1, "threads", "thread budget (OpenBLAS)")
+      .at_least(1)
+      .at_most(static_cast<double>(kMaxThreads));
 }
 
 std::string quote_arg(const std::string& a) {
@@ -128,7 +133,8 @@ std::string help_text(const ExperimentSpec& spec, const std::vector<OptionSpec>&
     << ".meta.json;\n"
        "                       without --cell/--cells all cells run and are merged anyway\n"
        "  --force              recompute cells that are already done (default: skip them)\n"
-       "  --threads N          thread budget for OpenBLAS [threads, default 1]\n"
+       "  --threads N          thread budget for OpenBLAS [threads, default 1]; an integer in [1, "
+    << kMaxThreads << "]\n"
        "  --quiet              no progress output\n\n"
        "Keys (config file `key = value`, or --key=VALUE on the command line, which wins; a key\n"
        "set in neither has the built-in default shown). Sweep keys take comma-separated lists;\n"
@@ -140,8 +146,10 @@ std::string help_text(const ExperimentSpec& spec, const std::vector<OptionSpec>&
       << "] default " << k.default_text() << (k.sweep ? " (sweep)" : "") << "\n";
     h << "                         " << k.help << "; " << k.allowed() << "\n";
   }
-  h << "\nExit status: 0 done; 2 bad input (nothing written); 1 runtime failure or missing cells "
-       "at --merge.\n";
+  h << "\nThe grid has at most " << kMaxCells
+    << " cells. Reals must be finite floats (|x| <= 3.40282347e+38, nonzero not rounding to 0).\n"
+       "Exit status: 0 done; 2 bad input (nothing written); 1 runtime failure (including out of\n"
+       "memory) or missing or corrupt cells at --merge.\n";
   return h.str();
 }
 
@@ -263,11 +271,17 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
     inv.config_path = (dir / (inv.scale + ".ini")).string();
   }
   {
-    std::ifstream in(inv.config_path);
-    if (!in) {
-      throw ConfigError("--config: cannot read config file '" + inv.config_path +
-                        "'; expected a readable .ini file");
+    // Read it whole first, checking for read errors (an unreadable file such as /proc/self/mem
+    // must not pass for an empty one) and bounding its size.
+    std::string text;
+    try {
+      text = read_file(inv.config_path, kMaxConfigBytes);
+    } catch (const std::runtime_error& e) {
+      throw ConfigError(std::string(vm.count("config") ? "--config" : "--scale") + ": " +
+                        e.what() + "; expected a readable .ini file of at most " +
+                        std::to_string(kMaxConfigBytes) + " bytes");
     }
+    std::istringstream in(text);
     try {
       po::store(po::parse_config_file(in, key_desc, false), vm);
     } catch (const po::unknown_option& e) {
@@ -301,10 +315,6 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
   if (vm.count("threads")) {
     inv.threads = static_cast<int>(std::get<std::int64_t>(
         threads_spec().parse(vm["threads"].as<std::string>(), "the command line").at(0)));
-    if (inv.threads > 4096) {
-      throw ConfigError("threads: invalid value '" + vm["threads"].as<std::string>() +
-                        "' (from the command line): expected an integer in [1, 4096]");
-    }
   }
   cfg["threads"] = inv.threads;
   cfg["config_file"] = inv.config_path;
@@ -363,17 +373,101 @@ void log(const Invocation& inv, const ExperimentSpec& spec, const std::string& m
   std::cerr << "[" << spec.name << "] " << msg << std::endl;
 }
 
-// The stored cell JSON if it exists, parses and matches the fingerprint.
-std::optional<nlohmann::json> load_cell(const fs::path& file, const nlohmann::json& fingerprint) {
-  const auto text = read_text_file(file.string());
-  if (!text) return std::nullopt;
-  try {
-    auto j = nlohmann::json::parse(*text);
-    if (j.at("fingerprint") != fingerprint || !j.at("tables").is_object()) return std::nullopt;
-    return j;
-  } catch (const nlohmann::json::exception&) {
-    return std::nullopt;
+std::string join_names(const std::vector<std::string>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + v[i];
+  return out;
+}
+
+// "" if `tables` (the "tables" object of a cell file, or a fresh CellOutput's) holds exactly the
+// declared tables with their declared columns, a non-empty main table, and, in every column named
+// like a sweep key, this cell's value of that key; else what is wrong.
+std::string check_tables(const nlohmann::json& tables, const Cell& cell, const ExperimentSpec& spec) {
+  if (!tables.is_object()) return "\"tables\" is not an object";
+  for (const auto& decl : spec.tables) {
+    if (!tables.contains(decl.name)) return "table '" + decl.name + "' is missing";
+    Table t;
+    try {
+      t = Table::from_json(tables.at(decl.name));
+    } catch (const std::runtime_error& e) {
+      return "table '" + decl.name + "': " + e.what();
+    }
+    if (t.columns != decl.columns) {
+      return "table '" + decl.name + "' has the columns (" + join_names(t.columns) +
+             ") instead of the declared (" + join_names(decl.columns) + ")";
+    }
+    if (decl.name == kMainTable && t.rows.empty()) return "table '" + decl.name + "' has no rows";
+    for (const auto& key : cell.sweep_keys) {
+      const auto col = std::find(t.columns.begin(), t.columns.end(), key);
+      if (col == t.columns.end()) continue;
+      const auto c = static_cast<std::size_t>(col - t.columns.begin());
+      const std::string expected = cell.params.text(key);
+      for (std::size_t r = 0; r < t.rows.size(); ++r) {
+        if (t.rows[r][c] != expected) {
+          return "table '" + decl.name + "' row " + std::to_string(r) + ": column '" + key +
+                 "' is '" + t.rows[r][c] + "' but this cell has " + key + "=" + expected;
+        }
+      }
+    }
   }
+  for (const auto& [name, t] : tables.items()) {
+    (void)t;
+    const bool declared = std::any_of(spec.tables.begin(), spec.tables.end(),
+                                      [&](const TableSpec& d) { return d.name == name; });
+    if (!declared) return "table '" + name + "' is not declared by the experiment";
+  }
+  return "";
+}
+
+// What load_cell found.
+struct StoredCell {
+  enum class Status { Missing, Corrupt, Ok } status = Status::Missing;
+  std::string why;        // Corrupt: what is wrong
+  nlohmann::json json;    // Ok: the cell file
+};
+
+// Reads and verifies <cells>/<file of cell>: fingerprint, checksum, declared tables and columns,
+// sweep-key values (check_tables). A file that does not exist is Missing; any other problem
+// (unreadable, not JSON, another cell's fingerprint, checksum mismatch...) is Corrupt.
+StoredCell load_cell(const fs::path& file, const Cell& cell, const nlohmann::json& fingerprint,
+                     const ExperimentSpec& spec) {
+  StoredCell out;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(file, ec))) return out;
+  out.status = StoredCell::Status::Corrupt;
+  std::string text;
+  try {
+    text = read_file(file.string());
+  } catch (const std::runtime_error& e) {
+    out.why = e.what();
+    return out;
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    out.why = "not valid JSON (truncated or edited)";
+    return out;
+  }
+  if (!j.is_object() || !j.contains("fingerprint") || j.at("fingerprint") != fingerprint) {
+    out.why = "its fingerprint is not this cell's";
+    return out;
+  }
+  if (!j.contains("tables") || !j.contains("checksum") || !j.at("checksum").is_string()) {
+    out.why = "no tables or no checksum (incomplete, or written by an older version)";
+    return out;
+  }
+  if (j.at("checksum").get<std::string>() != cell_checksum(fingerprint, j.at("tables"))) {
+    out.why = "checksum mismatch (the file was edited or damaged)";
+    return out;
+  }
+  if (auto why = check_tables(j.at("tables"), cell, spec); !why.empty()) {
+    out.why = why;
+    return out;
+  }
+  out.status = StoredCell::Status::Ok;
+  out.json = std::move(j);
+  return out;
 }
 
 std::string seconds_text(double s) {
@@ -387,54 +481,54 @@ int merge(const Invocation& inv, const ExperimentSpec& spec, const std::string& 
   const fs::path out(inv.out);
   const fs::path cells_dir = out / "cells";
   std::vector<nlohmann::json> stored;
-  std::vector<std::size_t> missing;
+  std::vector<std::size_t> missing, corrupt;
+  std::string first_corrupt;
   for (const auto& c : inv.cells) {
-    auto j = load_cell(cells_dir / cell_file_name(c, spec.name), c.fingerprint(spec.name));
-    if (!j) {
+    const fs::path file = cells_dir / cell_file_name(c, spec.name);
+    auto r = load_cell(file, c, c.fingerprint(spec.name), spec);
+    if (r.status == StoredCell::Status::Missing) {
       missing.push_back(c.index);
-      continue;
+    } else if (r.status == StoredCell::Status::Corrupt) {
+      if (corrupt.empty()) first_corrupt = c.label() + ": " + file.string() + ": " + r.why;
+      corrupt.push_back(c.index);
+    } else {
+      stored.push_back(std::move(r.json));
     }
-    stored.push_back(std::move(*j));
   }
-  if (!missing.empty()) {
-    std::cerr << spec.name << ": error: merge: " << missing.size() << " of " << inv.cells.size()
-              << " cells are not done: " << format_index_list(missing) << " (first: "
-              << inv.cells[missing.front()].label()
-              << "); run them (--cell N / --cells A-B), then --merge" << std::endl;
+  if (!missing.empty() || !corrupt.empty()) {
+    const std::string n = std::to_string(inv.cells.size());
+    std::string msg = "merge: ";
+    if (!missing.empty()) {
+      msg += std::to_string(missing.size()) + " of " + n + " cells are not done: " +
+             format_index_list(missing) + " (first: " + inv.cells[missing.front()].label() + ")";
+    }
+    if (!corrupt.empty()) {
+      msg += std::string(missing.empty() ? "" : "; ") + std::to_string(corrupt.size()) + " of " +
+             n + " cells are corrupt: " + format_index_list(corrupt) + " (first: " +
+             first_corrupt + ")";
+    }
+    std::cerr << spec.name << ": error: " << msg
+              << "; run them (--cell N / --cells A-B; a corrupt cell is recomputed), then --merge"
+              << std::endl;
     return 1;
   }
-  // Tables: main first, then the others by name.
-  std::set<std::string> names;
-  for (const auto& j : stored) {
-    for (const auto& [name, t] : j.at("tables").items()) names.insert(name);
-  }
-  if (!names.count(kMainTable)) {
-    throw std::runtime_error("merge: no cell wrote the main table '" + std::string(kMainTable) +
-                             "'");
-  }
-  std::vector<std::string> order = {kMainTable};
-  for (const auto& n : names)
-    if (n != kMainTable) order.push_back(n);
+  // Every declared table is written, header only when no cell has rows for it, so the set of
+  // CSV files never depends on the results (no stale table from an earlier merge survives).
   nlohmann::json files = nlohmann::json::object();
   std::vector<std::pair<fs::path, std::string>> outputs;
-  for (const auto& name : order) {
+  std::vector<std::string> order;
+  for (const auto& decl : spec.tables) {
     Table merged;
-    for (std::size_t i = 0; i < stored.size(); ++i) {
-      const auto& tables = stored[i].at("tables");
-      if (!tables.contains(name)) continue;
-      const Table t = Table::from_json(tables.at(name));
-      if (merged.columns.empty()) {
-        merged.columns = t.columns;
-      } else if (t.columns != merged.columns) {
-        throw std::runtime_error("merge: table '" + name + "' of cell " + std::to_string(i) +
-                                 " has different columns from earlier cells");
-      }
+    merged.columns = decl.columns;
+    for (const auto& j : stored) {
+      const Table t = Table::from_json(j.at("tables").at(decl.name));
       merged.rows.insert(merged.rows.end(), t.rows.begin(), t.rows.end());
     }
     const std::string file =
-        name == kMainTable ? spec.name + ".csv" : spec.name + "_" + name + ".csv";
-    files[name] = {{"file", file}, {"rows", merged.rows.size()}, {"columns", merged.columns}};
+        decl.name == kMainTable ? spec.name + ".csv" : spec.name + "_" + decl.name + ".csv";
+    files[decl.name] = {{"file", file}, {"rows", merged.rows.size()}, {"columns", merged.columns}};
     outputs.emplace_back(out / file, merged.to_csv());
+    order.push_back(decl.name);
   }
 
   nlohmann::json meta;
@@ -471,7 +565,8 @@ int merge(const Invocation& inv, const ExperimentSpec& spec, const std::string& 
                          {"end_utc", e},
                          {"wall_time_s", j.value("wall_time_s", 0.0)},
                          {"git_commit", j.value("git_commit", "unknown")},
-                         {"git_dirty", j.contains("git_dirty") ? j["git_dirty"] : nullptr}});
+                         {"git_dirty", j.contains("git_dirty") ? j["git_dirty"] : nullptr},
+                         {"checksum", j.at("checksum")}});
   }
   meta["start_utc"] = first_start;  // earliest cell start
   meta["end_utc"] = last_end;       // latest cell end
@@ -501,15 +596,38 @@ int merge(const Invocation& inv, const ExperimentSpec& spec, const std::string& 
   return 0;
 }
 
+// Creates `dir` and its missing ancestors. On failure removes the directories it created (empty
+// ones only), so a failed start leaves nothing behind, and throws std::runtime_error.
+void create_output_dirs(const fs::path& dir) {
+  std::vector<fs::path> created;  // deepest first
+  std::error_code ec;
+  for (fs::path q = fs::absolute(dir, ec).lexically_normal(); !q.empty(); q = q.parent_path()) {
+    if (fs::exists(fs::symlink_status(q, ec)) || q == q.root_path()) break;
+    created.push_back(q);
+    if (!q.has_parent_path() || q.parent_path() == q) break;
+  }
+  fs::create_directories(dir, ec);  // concurrent array tasks may race here: check the result
+  if (!fs::is_directory(dir)) {
+    for (const auto& q : created) {
+      std::error_code rm;
+      if (fs::is_directory(fs::symlink_status(q, rm)) && fs::is_empty(q, rm)) fs::remove(q, rm);
+    }
+    throw std::runtime_error("cannot create directory '" + dir.string() +
+                             "': " + (ec ? ec.message() : std::string("not a directory")));
+  }
+}
+
 int execute(const Invocation& inv, const ExperimentSpec& spec) {
   const std::string start_utc = utc_now();
   set_num_threads(inv.threads);
   const fs::path cells_dir = fs::path(inv.out) / "cells";
-  std::error_code ec;
-  fs::create_directories(cells_dir, ec);  // concurrent array tasks may race here: check the result
-  if (!fs::is_directory(cells_dir)) {
-    throw std::runtime_error("cannot create directory '" + cells_dir.string() +
-                             "': " + (ec ? ec.message() : std::string("not a directory")));
+  create_output_dirs(cells_dir);
+  // Temporary files of processes on this host that were killed mid-write.
+  const std::size_t stale =
+      remove_stale_temp_files(cells_dir.string()) + remove_stale_temp_files(inv.out);
+  if (stale > 0) {
+    log(inv, spec, "removed " + std::to_string(stale) +
+                       " temporary file(s) left by killed processes on this host");
   }
 
   const bool run_any = inv.has_range || !inv.merge;
@@ -527,21 +645,39 @@ int execute(const Invocation& inv, const ExperimentSpec& spec) {
       const fs::path file = cells_dir / cell_file_name(c, spec.name);
       const auto fp = c.fingerprint(spec.name);
       if (!inv.force) {
-        if (const auto stored = load_cell(file, fp)) {
-          if (stored->value("git_commit", std::string()) != build.value("git_commit", "")) {
+        const auto stored = load_cell(file, c, fp, spec);
+        if (stored.status == StoredCell::Status::Ok) {
+          if (stored.json.value("git_commit", std::string()) != build.value("git_commit", "")) {
             ++other_commit;
           }
           log(inv, spec, prefix + ": already done, skipped (--force recomputes)");
           continue;
         }
+        if (stored.status == StoredCell::Status::Corrupt) {
+          log(inv, spec, prefix + ": stored result " + file.string() + " is corrupt (" +
+                             stored.why + "); recomputing");
+        }
       }
       Cell run = c;
       run.quiet = inv.quiet;
-      CellOutput output;
       const std::string cell_start = utc_now();
       const auto t0 = std::chrono::steady_clock::now();
+      nlohmann::json tables = nlohmann::json::object();
       try {
+        CellOutput output(spec.tables);
         spec.run_cell(run, output);
+        for (const auto& [name, t] : output.tables()) tables[name] = t.to_json();
+        if (auto why = check_tables(tables, c, spec); !why.empty()) {
+          throw std::logic_error("its output does not match the experiment's declared tables: " +
+                                 why);
+        }
+      } catch (const std::bad_alloc& e) {
+        std::cerr << spec.name << ": error: " << prefix << ": out of memory (" << e.what()
+                  << "): the sizes of this cell are too large for this machine's memory; "
+                     "reduce them"
+                  << std::endl;
+        failed.push_back(i);
+        continue;
       } catch (const std::exception& e) {
         std::cerr << spec.name << ": error: " << prefix << " failed: " << e.what() << std::endl;
         failed.push_back(i);
@@ -549,8 +685,6 @@ int execute(const Invocation& inv, const ExperimentSpec& spec) {
       }
       const double wall =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      nlohmann::json tables = nlohmann::json::object();
-      for (const auto& [name, t] : output.tables()) tables[name] = t.to_json();
       nlohmann::json j = {{"experiment", spec.name},
                           {"index", i},
                           {"label", c.label()},
@@ -564,6 +698,7 @@ int execute(const Invocation& inv, const ExperimentSpec& spec) {
                           {"git_dirty", build.at("git_dirty")},
                           {"seqlab_version", build.at("seqlab_version")},
                           {"command_line", inv.command_line},
+                          {"checksum", cell_checksum(fp, tables)},
                           {"tables", tables}};
       write_file_atomic(file.string(), j.dump(1) + "\n");
       log(inv, spec, prefix + ": done in " + seconds_text(wall) + " s");
@@ -600,10 +735,18 @@ void check_spec(const ExperimentSpec& spec) {
       throw std::logic_error("ExperimentSpec " + spec.name + ": key '" + o.key +
                              "' is empty, reserved or declared twice");
     }
+    if (o.type == ValueType::Int && !o.max) {
+      throw std::logic_error("ExperimentSpec " + spec.name + ": integer key '" + o.key +
+                             "' has no upper bound; declare .at_most(N) with N what its consumer "
+                             "can represent (e.g. <= 2147483647 for an int) and this machine can "
+                             "hold");
+    }
     if (o.defaults.empty() || (!o.sweep && o.defaults.size() != 1)) {
       throw std::logic_error("ExperimentSpec " + spec.name + ": key '" + o.key +
                              "' needs exactly one default (or a non-empty list for a sweep key)");
     }
+  }
+  for (const auto& o : key_specs(spec)) {
     for (const auto& d : o.defaults) {
       try {
         o.check(d, format_value(d), "the built-in defaults");
@@ -612,9 +755,31 @@ void check_spec(const ExperimentSpec& spec) {
       }
     }
   }
+  if (spec.tables.empty() || spec.tables.front().name != kMainTable) {
+    throw std::logic_error("ExperimentSpec " + spec.name +
+                           ": tables must declare the main table '" + kMainTable +
+                           "' first, with its columns");
+  }
+  (void)CellOutput(spec.tables);  // throws std::logic_error for bad names or column lists
+}
+
+// Flushes std::cout; false (after a message on stderr) if writing failed, e.g. to /dev/full.
+bool flush_stdout(const ExperimentSpec& spec) {
+  std::cout.flush();
+  if (std::cout) return true;
+  std::cerr << spec.name << ": error: cannot write to standard output" << std::endl;
+  return false;
 }
 
 }  // namespace
+
+std::string cell_checksum(const nlohmann::json& fingerprint, const nlohmann::json& tables) {
+  const nlohmann::json content = {{"fingerprint", fingerprint}, {"tables", tables}};
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx",
+                static_cast<unsigned long long>(fnv1a64(content.dump())));
+  return std::string("fnv1a64:") + hash;
+}
 
 int run_experiment(int argc, const char* const* argv, const ExperimentSpec& spec) {
   Invocation inv;
@@ -624,21 +789,26 @@ int run_experiment(int argc, const char* const* argv, const ExperimentSpec& spec
   } catch (const ConfigError& e) {
     std::cerr << spec.name << ": error: " << e.what() << std::endl;
     return 2;
+  } catch (const std::bad_alloc& e) {
+    std::cerr << spec.name << ": error: out of memory (" << e.what() << ")" << std::endl;
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << spec.name << ": error: " << e.what() << std::endl;
     return 1;
   }
   if (inv.help) {
     std::cout << help_text(spec, key_specs(spec));
-    return 0;
+    return flush_stdout(spec) ? 0 : 1;
   }
   if (inv.list_cells) {
     for (const auto& c : inv.cells) std::cout << c.index << " " << c.label() << "\n";
-    std::cout.flush();
-    return 0;
+    return flush_stdout(spec) ? 0 : 1;
   }
   try {
     return execute(inv, spec);
+  } catch (const std::bad_alloc& e) {
+    std::cerr << spec.name << ": error: out of memory (" << e.what() << ")" << std::endl;
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << spec.name << ": error: " << e.what() << std::endl;
     return 1;

@@ -1,6 +1,7 @@
 #include "seqlab/experiment/grid.hpp"
 
 #include <charconv>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 
@@ -29,10 +30,13 @@ nlohmann::json Cell::fingerprint(const std::string& experiment) const {
 
 std::vector<Cell> build_grid(const std::vector<OptionSpec>& specs,
                              const std::map<std::string, std::vector<Value>>& values,
-                             std::size_t replicates, std::uint64_t base_seed) {
+                             std::size_t replicates, std::uint64_t base_seed,
+                             std::size_t max_cells) {
   if (replicates == 0) throw std::invalid_argument("build_grid: replicates must be >= 1, got 0");
   std::vector<const OptionSpec*> axes;
   std::size_t n = replicates;
+  bool overflow = false;
+  std::string factors;  // "model (2 values) x T (4 values) x seeds (3)"
   for (const auto& s : specs) {
     const auto it = values.find(s.key);
     if (it == values.end() || it->second.empty())
@@ -42,8 +46,18 @@ std::vector<Cell> build_grid(const std::vector<OptionSpec>& specs,
                                   std::to_string(it->second.size()) + " values");
     if (s.sweep) {
       axes.push_back(&s);
-      n *= it->second.size();
+      const std::size_t m = it->second.size();
+      overflow = overflow || __builtin_mul_overflow(n, m, &n);
+      factors += s.key + " (" + std::to_string(m) + (m == 1 ? " value) x " : " values) x ");
     }
+  }
+  if (overflow || n > max_cells) {
+    throw ConfigError(
+        "the grid has " +
+        (overflow ? "more than " + std::to_string(std::numeric_limits<std::size_t>::max())
+                  : std::to_string(n)) +
+        " cells = " + factors + "seeds (" + std::to_string(replicates) + "): expected at most " +
+        std::to_string(max_cells) + " cells; shorten the sweep lists or lower seeds");
   }
   std::vector<Cell> cells;
   cells.reserve(n);

@@ -1,13 +1,16 @@
 #include "seqlab/experiment/io.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/vfs.h>
+#endif
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 namespace fs = std::filesystem;
@@ -17,18 +20,27 @@ namespace seqlab::experiment {
 namespace {
 std::string errno_text(int e) { return std::strerror(e); }
 
-std::string hostname() {
+// gethostname() as used in temporary file names (see temp_file_name).
+std::string temp_host() {
   char buf[256] = {0};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "host";
-  return buf;
+  if (gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "host";
+  std::string h = buf;
+  for (char& ch : h) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_';
+    if (!ok) ch = '_';
+  }
+  return h;
 }
 }  // namespace
+
+std::string temp_file_name(const std::string& file_name) {
+  return "." + file_name + "~" + temp_host() + "~" + std::to_string(getpid()) + ".tmp";
+}
 
 void write_file_atomic(const std::string& path, const std::string& content) {
   const fs::path p(path);
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  const fs::path tmp =
-      dir / ("." + p.filename().string() + "." + hostname() + "." + std::to_string(getpid()) + ".tmp");
+  const fs::path tmp = dir / temp_file_name(p.filename().string());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     throw std::runtime_error("cannot create '" + tmp.string() + "': " + errno_text(errno));
@@ -47,7 +59,13 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     data += n;
     left -= static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if (::fsync(fd) != 0) {
+    const int e = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot flush '" + tmp.string() + "': " + errno_text(e));
+  }
+  if (::close(fd) != 0) {
     const int e = errno;
     ::unlink(tmp.c_str());
     throw std::runtime_error("cannot flush '" + tmp.string() + "': " + errno_text(e));
@@ -66,24 +84,120 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   }
 }
 
+std::size_t remove_stale_temp_files(const std::string& dir) {
+  const std::string host_part = "~" + temp_host() + "~";
+  const std::string suffix = ".tmp";
+  std::size_t removed = 0;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return 0;
+  for (const auto& e : it) {
+    const std::string name = e.path().filename().string();
+    // ".<file>~<host>~<pid>.tmp" with <file> free of '~'.
+    if (name.size() < 1 + host_part.size() + 1 + suffix.size() || name[0] != '.' ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const std::string stem = name.substr(0, name.size() - suffix.size());
+    const auto last = stem.rfind('~');
+    if (last == std::string::npos) continue;
+    const std::string pid_text = stem.substr(last + 1);
+    if (pid_text.empty() || pid_text.size() > 9) continue;
+    bool digits = true;
+    for (char ch : pid_text) digits = digits && std::isdigit(static_cast<unsigned char>(ch));
+    if (!digits) continue;
+    const std::string head = stem.substr(0, last + 1);  // ".<file>~<host>~"
+    if (head.size() < host_part.size() + 2 ||
+        head.compare(head.size() - host_part.size(), host_part.size(), host_part) != 0) {
+      continue;
+    }
+    const std::string file = head.substr(1, head.size() - host_part.size() - 1);
+    if (file.empty() || file.find('~') != std::string::npos) continue;  // another host's name
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
+    std::error_code rm;
+    if (fs::is_regular_file(e.symlink_status(rm)) && fs::remove(e.path(), rm)) ++removed;
+  }
+  return removed;
+}
+
+std::string read_file(const std::string& path, std::size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot open '" + path + "': " + errno_text(errno));
+  std::string out;
+  char buf[65536];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      throw std::runtime_error("cannot read '" + path + "': " + errno_text(e));
+    }
+    if (n == 0) break;
+    if (static_cast<std::size_t>(n) > max_bytes - out.size()) {
+      ::close(fd);
+      throw std::runtime_error("cannot read '" + path + "': larger than " +
+                               std::to_string(max_bytes) + " bytes");
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
 std::optional<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return ss.str();
+  try {
+    return read_file(path);
+  } catch (const std::runtime_error&) {
+    return std::nullopt;
+  }
 }
 
 namespace {
+// A pseudo file system where no results can be written (Linux statfs f_type), or "".
+std::string pseudo_file_system(const fs::path& p) {
+#ifdef __linux__
+  struct statfs sf {};
+  if (::statfs(p.c_str(), &sf) != 0) return "";
+  switch (static_cast<unsigned long>(sf.f_type)) {
+    case 0x9fa0UL: return "proc";             // PROC_SUPER_MAGIC
+    case 0x62656572UL: return "sysfs";        // SYSFS_MAGIC
+    case 0x27e0ebUL: return "cgroup";         // CGROUP_SUPER_MAGIC
+    case 0x63677270UL: return "cgroup2";      // CGROUP2_SUPER_MAGIC
+    case 0x64626720UL: return "debugfs";      // DEBUGFS_MAGIC
+    case 0x74726163UL: return "tracefs";      // TRACEFS_MAGIC
+    case 0x73636673UL: return "securityfs";   // SECURITYFS_MAGIC
+    default: return "";
+  }
+#else
+  (void)p;
+  return "";
+#endif
+}
+
 // "" if `p` (existing) is a writable directory, else the reason.
 std::string writable_dir(const fs::path& p) {
   std::error_code ec;
   if (!fs::is_directory(p, ec)) return "'" + p.string() + "' is not a directory";
+  // The file system first, so the message is the same for every user.
+  if (const std::string fs_type = pseudo_file_system(p); !fs_type.empty()) {
+    return "'" + p.string() + "' is on a " + fs_type +
+           " file system, where results cannot be written";
+  }
   if (::access(p.c_str(), W_OK | X_OK) != 0) {
     return "'" + p.string() + "' is not writable: " + errno_text(errno);
   }
   return "";
+}
+
+// "" unless `q` (not existing when followed) is a symbolic link, then the reason.
+std::string dangling_link(const fs::path& q) {
+  std::error_code ec;
+  if (!fs::is_symlink(fs::symlink_status(q, ec))) return "";
+  const fs::path target = fs::read_symlink(q, ec);
+  return "'" + q.string() + "' is a dangling symbolic link" +
+         (ec ? std::string() : " to '" + target.string() + "'");
 }
 }  // namespace
 
@@ -102,12 +216,14 @@ std::string check_output_dir(const std::string& dir, const std::string& sub) {
       return "cannot inspect '" + q.string() + "': " + ec.message();
     }
     if (fs::exists(st)) break;
+    if (auto why = dangling_link(q); !why.empty()) return why;
     if (q == q.root_path() || !q.has_parent_path()) return "no existing ancestor of '" + dir + "'";
     q = q.parent_path();
   }
   if (auto why = writable_dir(q); !why.empty()) return why;
   if (q == p && !sub.empty()) {
     const fs::path s = p / sub;
+    if (auto why = dangling_link(s); !why.empty() && !fs::exists(s, ec)) return why;
     if (fs::exists(fs::symlink_status(s, ec)) || fs::exists(s, ec)) {
       if (auto why = writable_dir(s); !why.empty()) return why;
     }

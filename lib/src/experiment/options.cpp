@@ -1,6 +1,7 @@
 #include "seqlab/experiment/options.hpp"
 
 #include <cerrno>
+#include <cfloat>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -29,14 +30,48 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-std::optional<std::int64_t> parse_int(const std::string& s) {
+// An integer, or nullopt with *out_of_range set when it is a well-formed integer beyond int64.
+std::optional<std::int64_t> parse_int(const std::string& s, bool* out_of_range) {
+  *out_of_range = false;
   if (s.empty()) return std::nullopt;
   std::int64_t v = 0;
   const char* first = s.data();
   if (*first == '+') ++first;  // from_chars does not accept a leading '+'
   const auto r = std::from_chars(first, s.data() + s.size(), v);
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) return std::nullopt;
+  if (r.ptr != s.data() + s.size()) return std::nullopt;
+  if (r.ec == std::errc::result_out_of_range) *out_of_range = true;
+  if (r.ec != std::errc()) return std::nullopt;
   return v;
+}
+
+constexpr std::int64_t kInt64Min = std::numeric_limits<std::int64_t>::min();
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+// 2^63 as a double: every double >= this is beyond int64 (and -2^63 is exactly kInt64Min).
+constexpr double kTwo63 = 9223372036854775808.0;
+
+// floor(x) / ceil(x) clamped to the int64 range (x finite or infinite, not NaN).
+std::int64_t clamp_floor(double x) {
+  const double f = std::floor(x);
+  if (f >= kTwo63) return kInt64Max;
+  if (f <= -kTwo63) return kInt64Min;
+  return static_cast<std::int64_t>(f);
+}
+std::int64_t clamp_ceil(double x) {
+  const double c = std::ceil(x);
+  if (c >= kTwo63) return kInt64Max;
+  if (c <= -kTwo63) return kInt64Min;
+  return static_cast<std::int64_t>(c);
+}
+
+// "" if `x` is representable as a finite float that is nonzero when x is, else the reason.
+std::string float_problem(double x) {
+  // Values below 2^128 - 2^103 round to at most FLT_MAX; at or above it they round to inf.
+  const double overflow = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);
+  if (!std::isfinite(x)) return "not finite";
+  if (std::fabs(x) >= overflow) return "too large for a float";
+  const float f = static_cast<float>(x);
+  if (x != 0.0 && f == 0.0f) return "nonzero but rounds to 0 as a float";
+  return "";
 }
 
 std::optional<double> parse_real(const std::string& s) {
@@ -95,6 +130,15 @@ OptionSpec OptionSpec::one_of(std::vector<std::string> allowed) const {
   return o;
 }
 
+std::int64_t OptionSpec::int_lower() const {
+  if (!min) return kInt64Min;
+  if (!min_exclusive) return clamp_ceil(*min);
+  const std::int64_t f = clamp_floor(*min);  // smallest integer > min
+  return f == kInt64Max ? kInt64Max : f + 1;
+}
+
+std::int64_t OptionSpec::int_upper() const { return max ? clamp_floor(*max) : kInt64Max; }
+
 std::string OptionSpec::allowed() const {
   std::string noun;
   if (type == ValueType::String) {
@@ -107,13 +151,24 @@ std::string OptionSpec::allowed() const {
   }
   noun = type == ValueType::Int ? (sweep ? "integers" : "an integer") : (sweep ? "reals" : "a real");
   std::string out = sweep ? "a comma-separated list of " + noun : noun;
-  if (min && max) {
-    out += std::string(" in ") + (min_exclusive ? "(" : "[") + bound_text(*min) + ", " +
-           bound_text(*max) + "]";
-  } else if (min) {
-    out += (min_exclusive ? " > " : " >= ") + bound_text(*min);
-  } else if (max) {
-    out += " <= " + bound_text(*max);
+  if (type == ValueType::Int) {
+    if (min && max) {
+      out += " in [" + format_int(int_lower()) + ", " + format_int(int_upper()) + "]";
+    } else if (min) {
+      out += " >= " + format_int(int_lower());
+    } else if (max) {
+      out += " <= " + format_int(int_upper());
+    }
+    return out;
+  }
+  // Reals: the declared bounds intersected with the finite float range.
+  if (min || max) {
+    const bool lo_flt = !min || *min < -FLT_MAX;
+    const bool hi_flt = !max || *max > FLT_MAX;
+    out += std::string(" in ") + (min_exclusive && !lo_flt ? "(" : "[") +
+           bound_text(lo_flt ? -FLT_MAX : *min) + ", " + bound_text(hi_flt ? FLT_MAX : *max) + "]";
+  } else {
+    out += " in [" + bound_text(-FLT_MAX) + ", " + bound_text(FLT_MAX) + "]";
   }
   return out;
 }
@@ -139,11 +194,18 @@ void OptionSpec::check(const Value& v, const std::string& text, const std::strin
     }
     return;
   }
-  const double x = type == ValueType::Int ? static_cast<double>(std::get<std::int64_t>(v))
-                                          : std::get<double>(v);
+  const std::string item = sweep ? "'" + format_value(v) + "' " : "";
+  if (type == ValueType::Int) {
+    const std::int64_t i = std::get<std::int64_t>(v);
+    if (i < int_lower() || i > int_upper()) fail(sweep ? item + "is out of range; " : "");
+    return;
+  }
+  const double x = std::get<double>(v);
+  const std::string fp = float_problem(x);
+  if (!fp.empty()) fail(sweep ? item + "is " + fp + "; " : fp + "; ");
   const bool low = min && (min_exclusive ? !(x > *min) : !(x >= *min));
   const bool high = max && !(x <= *max);
-  if (low || high) fail(sweep ? "'" + format_value(v) + "' is out of range; " : "");
+  if (low || high) fail(sweep ? item + "is out of range; " : "");
 }
 
 std::vector<Value> OptionSpec::parse(const std::string& raw, const std::string& source) const {
@@ -165,8 +227,12 @@ std::vector<Value> OptionSpec::parse(const std::string& raw, const std::string& 
     if (p.empty()) fail(sweep ? "empty element in the list; " : "empty value; ");
     Value v;
     if (type == ValueType::Int) {
-      const auto i = parse_int(p);
-      if (!i) fail(sweep ? "'" + p + "' is not an integer; " : "");
+      bool out_of_range = false;
+      const auto i = parse_int(p, &out_of_range);
+      if (!i) {
+        if (sweep) fail("'" + p + (out_of_range ? "' is out of range; " : "' is not an integer; "));
+        fail(out_of_range ? "out of range; " : "");
+      }
       v = *i;
     } else if (type == ValueType::Real) {
       const auto d = parse_real(p);
@@ -270,6 +336,23 @@ const std::string& Params::get_string(const std::string& key) const {
   const auto& v = get(key);
   if (const auto* s = std::get_if<std::string>(&v)) return *s;
   throw std::logic_error("Params: key '" + key + "' is not a string");
+}
+
+float Params::get_float(const std::string& key) const {
+  const double v = get_real(key);
+  const std::string why = float_problem(v);
+  if (!why.empty()) {
+    throw std::out_of_range("Params: key '" + key + "' = " + format_real(v) + " is " + why +
+                            "; allowed: a finite float");
+  }
+  return static_cast<float>(v);
+}
+
+void Params::throw_narrowing(const std::string& key, std::int64_t v, const std::string& lo,
+                             const std::string& hi) {
+  throw std::out_of_range("Params: key '" + key + "' = " + format_int(v) +
+                          " does not fit the consumer's integer type [" + lo + ", " + hi +
+                          "]; declare a tighter bound (OptionSpec::at_most / at_least)");
 }
 
 std::string Params::text(const std::string& key) const { return format_value(get(key)); }

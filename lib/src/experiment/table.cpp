@@ -24,7 +24,7 @@ std::string join(const std::vector<std::string>& v) {
 
 void Table::append(const Row& row, const std::string& name) {
   if (row.columns().empty()) throw std::logic_error("table '" + name + "': a row without columns");
-  if (columns.empty() && rows.empty()) {
+  if (columns.empty()) {
     columns = row.columns();
   } else if (row.columns() != columns) {
     throw std::logic_error("table '" + name + "': row columns (" + join(row.columns()) +
@@ -73,12 +73,40 @@ Table Table::from_json(const nlohmann::json& j) {
   return t;
 }
 
-void CellOutput::add_row(const Row& row, const std::string& table) {
+namespace {
+void check_table_name(const std::string& table, const char* where) {
   bool ok = !table.empty();
   for (char ch : table) ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
   if (!ok)
-    throw std::logic_error("CellOutput::add_row: table name '" + table +
+    throw std::logic_error(std::string(where) + ": table name '" + table +
                            "' must be non-empty letters, digits and '_' (it becomes a file name)");
+}
+}  // namespace
+
+CellOutput::CellOutput(const std::vector<TableSpec>& declared) : declared_(true) {
+  for (const auto& t : declared) {
+    check_table_name(t.name, "CellOutput");
+    if (tables_.count(t.name)) throw std::logic_error("CellOutput: table '" + t.name + "' declared twice");
+    if (t.columns.empty()) throw std::logic_error("CellOutput: table '" + t.name + "' has no columns");
+    for (std::size_t i = 0; i < t.columns.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (t.columns[i] == t.columns[j])
+          throw std::logic_error("CellOutput: table '" + t.name + "' declares column '" +
+                                 t.columns[i] + "' twice");
+      }
+    }
+    tables_[t.name].columns = t.columns;
+  }
+}
+
+void CellOutput::add_row(const Row& row, const std::string& table) {
+  check_table_name(table, "CellOutput::add_row");
+  if (declared_ && !tables_.count(table)) {
+    std::string names;
+    for (const auto& [n, t] : tables_) names += (names.empty() ? "" : ", ") + n;
+    throw std::logic_error("CellOutput::add_row: table '" + table +
+                           "' is not declared (declared: " + names + ")");
+  }
   tables_[table].append(row, table);
 }
 

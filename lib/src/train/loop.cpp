@@ -1,5 +1,6 @@
 #include "seqlab/train/loop.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -67,6 +68,20 @@ TrainResult train_loop(const TrainOptions& opt, const std::vector<Parameter*>& p
     progress.update(step + 1, loss);
   }
   progress.finish();
+  if (!result.diverged) {
+    // The last update's effect on the parameters is seen by no later loss: check them directly.
+    for (const Parameter* p : params) {
+      const auto bad = std::find_if(p->value.begin(), p->value.end(),
+                                    [](float v) { return !std::isfinite(v); });
+      if (bad != p->value.end()) {
+        result.diverged = true;
+        result.diverged_step = opt.steps;
+        result.diverged_what = "parameters non-finite (first: " +
+                               describe(p->name.empty() ? "?" : p->name.c_str(), *bad) + ")";
+        break;
+      }
+    }
+  }
   return result;
 }
 

@@ -11,6 +11,7 @@ namespace seqlab {
 /// op(A) = A (A stored [M, K], lda >= K) or Aᵀ (A stored [K, M], lda >= M); same for B.
 /// beta = 1 accumulates into C (used for parameter gradients, which are added).
 /// Pointers must not alias C. M, N or K of 0 is allowed (a no-op apart from scaling C by beta).
+/// Throws std::length_error if an extent or leading dimension exceeds 2^31 - 1 (CBLAS's int).
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
           const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
           std::size_t ldc);

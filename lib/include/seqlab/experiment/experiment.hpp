@@ -12,29 +12,45 @@
 //   --cell N, --cells A-B  runs part of the grid (inclusive); without them all cells run, then merge
 //   --out DIR              default results/<name> (relative to the current directory)
 //   --merge                joins the finished cells into <out>/<name>.csv (+ <name>_<table>.csv
-//                          for other tables) and <out>/<name>.meta.json; exit 1 naming missing cells
+//                          for other tables) and <out>/<name>.meta.json; exit 1 naming missing
+//                          and corrupt cells
 //   --force                recomputes cells that are already done (default: resume, skip them)
-//   --threads N            thread budget (seqlab::set_num_threads), default 1
-//   --seed S               base seed (also `seed = S` in a config file), default 1
-//   --seeds R              replicates per grid point (a key like the others; also in config files)
+//   --threads N            thread budget (seqlab::set_num_threads), default 1, in [1, kMaxThreads]
+//   --seed S               base seed (also `seed = S` in a config file), default 1, in
+//                          [0, 2^63-1]
+//   --seeds R              replicates per grid point (a key like the others; also in config files),
+//                          in [1, kMaxSeeds]
 //   --quiet                no progress output on stderr
 //
 // Sweep keys take comma-separated lists; the grid is their Cartesian product times `seeds`
-// replicates, in the order and with the seed rule of grid.hpp.
+// replicates, in the order and with the seed rule of grid.hpp, at most kMaxCells cells (counted
+// with overflow checks; more is bad input naming the sweep keys and the count).
+// Values: every integer key declares an upper bound its consumer can represent (run_experiment
+// throws std::logic_error, exit 1, for a spec without one) and is read with the non-truncating
+// accessors (Cell::get_int32, get_size); every real value must be a finite float (options.hpp).
 //
 // Files: each finished cell is <out>/cells/<label>_<hash>.json, written atomically, where <hash>
-// is a 64-bit FNV-1a hash of Cell::fingerprint (every key's value, base seed, replicate). A cell is
-// skipped when that file exists and its stored fingerprint matches, so a killed sweep resumes
-// where it stopped, and a sweep extended with more values or seeds reuses the cells it already has.
-// Merge lists cells in index order, so the CSV does not depend on which process ran which cell.
+// is a 64-bit FNV-1a hash of Cell::fingerprint (every key's value, base seed, replicate). The file
+// holds the fingerprint, the tables and "checksum" = cell_checksum(fingerprint, tables). A stored
+// cell is used only if it verifies: its fingerprint matches, the checksum matches, it has exactly
+// the declared tables with the declared columns and a non-empty main table, and every column
+// named like a sweep key holds this cell's value of that key (so an experiment must not use a
+// sweep key's name for a column with another meaning). A cell that fails is corrupt: a run
+// recomputes it (even without --force), --merge exits 1 naming it. So a killed sweep resumes where
+// it stopped, and a sweep extended with more values or seeds reuses the cells it already has.
+// Merge lists cells in index order, so the CSV does not depend on which process ran which cell,
+// and writes every declared table, header only when no cell has rows for it (so a table from an
+// earlier merge is always replaced; a table the experiment no longer declares is not removed).
+// At start, temporary files of killed writers on this host are removed (io.hpp).
 // The fingerprint does not include the code version: after changing the code, rerun with --force
 // (a resumed run prints a note when reused cells come from another git commit, and meta.json
 // lists every cell's commit).
 //
 // Exit status: 0 done; 2 bad input (one line on stderr naming the key, the value and what is
-// allowed; printed before any file or directory is created); 1 runtime failure (a cell threw, a
-// file could not be written, cells missing at merge). A diverged training run is a result, not a
-// failure: run_cell records it in its row.
+// allowed; printed before any file or directory is created); 1 runtime failure (a cell threw or
+// ran out of memory, a file could not be written, cells missing or corrupt at merge, --help or
+// --list-cells could not write to stdout). A diverged training run is a result, not a failure:
+// run_cell records it in its row.
 //
 // Minimal experiment (experiments/<name>/main.cpp):
 //
@@ -43,7 +59,7 @@
 //
 //   void run_cell(const Cell& cell, CellOutput& out) {
 //     seqlab::Rng rng(cell.stream_seed(1));
-//     const auto n = cell.get_int("n");
+//     const std::size_t n = cell.get_size("n");
 //     double loss = ...;                                   // the measurement
 //     out.add_row(Row().add("experiment", "demo").add("n", n).add("seed", cell.replicate)
 //                      .add("loss", loss));
@@ -54,13 +70,16 @@
 //     spec.name = "demo";
 //     spec.description = "What claim it tests.";
 //     spec.experiment_dir = SEQLAB_EXPERIMENT_DIR;        // defined by CMake per experiment
-//     spec.options = {int_sweep("n", {10, 20}, "tokens", "sequence length").at_least(1),
+//     spec.options = {int_sweep("n", {10, 20}, "tokens", "sequence length").at_least(1)
+//                         .at_most(100000),
 //                     real_option("lr", 1e-3, "1", "learning rate").greater_than(0)};
+//     spec.tables = {{kMainTable, {"experiment", "n", "seed", "loss"}}};
 //     spec.default_seeds = 3;
 //     spec.run_cell = run_cell;
 //     return run_experiment(argc, argv, spec);
 //   }
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -71,6 +90,13 @@
 
 namespace seqlab::experiment {
 
+/// Upper bound of the `seeds` key (replicates per grid point).
+inline constexpr std::int64_t kMaxSeeds = 100000;
+/// Upper bound of --threads.
+inline constexpr std::int64_t kMaxThreads = 1024;
+/// Largest config file read (--config, --scale), bytes.
+inline constexpr std::size_t kMaxConfigBytes = 16u << 20;
+
 struct ExperimentSpec {
   /// Binary name; results/<name>, <name>.csv, <name>.meta.json. Letters, digits, '_'.
   std::string name;
@@ -80,7 +106,11 @@ struct ExperimentSpec {
   std::string experiment_dir;
   /// The experiment's keys, in the order --help lists them; the sweep keys' order is the grid's.
   /// Reserved names (added by the framework): seeds, seed, threads, and the run flags above.
+  /// Integer keys must have an upper bound (OptionSpec::at_most).
   std::vector<OptionSpec> options;
+  /// The tables run_cell writes, main table (kMainTable) first, each with its columns in order.
+  /// run_cell's CellOutput accepts exactly these; merge writes every one of them.
+  std::vector<TableSpec> tables;
   /// Default of the `seeds` key (replicates per grid point).
   std::int64_t default_seeds = 1;
   /// Columns whose values are not reproducible (wall-clock times); listed in meta.json as
@@ -91,7 +121,8 @@ struct ExperimentSpec {
   /// allowed: it becomes the exit-2 message.
   std::function<void(const Cell&)> validate;
   /// Runs one cell and adds its rows to `out`. An exception is a runtime failure of this cell
-  /// (reported, nothing written for it, exit status 1 at the end; the other cells still run).
+  /// (reported, nothing written for it, exit status 1 at the end; the other cells still run);
+  /// std::bad_alloc is reported as "out of memory: the sizes of this cell are too large".
   std::function<void(const Cell&, CellOutput&)> run_cell;
 };
 
@@ -106,7 +137,11 @@ inline int run_experiment(int argc, char** argv, const ExperimentSpec& spec) {
 /// characters other than letters, digits, '.', '-', '=' replaced by '_'.
 std::string cell_file_name(const Cell& cell, const std::string& experiment);
 
-/// FNV-1a 64-bit hash of a string (for cell file names).
+/// FNV-1a 64-bit hash of a string (for cell file names and checksums).
 std::uint64_t fnv1a64(const std::string& s);
+
+/// Checksum stored in a cell file: "fnv1a64:" + 16 hex digits of fnv1a64 of the compact JSON dump
+/// of {"fingerprint": fingerprint, "tables": tables} (object keys sorted, so canonical).
+std::string cell_checksum(const nlohmann::json& fingerprint, const nlohmann::json& tables);
 
 }  // namespace seqlab::experiment

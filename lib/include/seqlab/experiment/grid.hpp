@@ -48,7 +48,13 @@ struct Cell {
     return experiment::stream_seed(base_seed, replicate, purpose);
   }
   std::int64_t get_int(const std::string& key) const { return params.get_int(key); }
+  /// Narrowing accessors (Params): throw std::out_of_range instead of truncating.
+  template <class T>
+  T get_int_as(const std::string& key) const { return params.get_int_as<T>(key); }
+  std::int32_t get_int32(const std::string& key) const { return params.get_int32(key); }
+  std::size_t get_size(const std::string& key) const { return params.get_size(key); }
   double get_real(const std::string& key) const { return params.get_real(key); }
+  float get_float(const std::string& key) const { return params.get_float(key); }
   const std::string& get_string(const std::string& key) const { return params.get_string(key); }
 
   /// "model=lstm T=10 seed=0": the sweep keys' values then the replicate (what --list-cells prints
@@ -60,12 +66,20 @@ struct Cell {
   nlohmann::json fingerprint(const std::string& experiment) const;
 };
 
+/// Largest grid build_grid accepts by default: every cell is held in memory (about 2 KB each) and
+/// becomes a file in <out>/cells/ and a line of --list-cells; a larger sweep is a mistake.
+inline constexpr std::size_t kMaxCells = 100000;
+
 /// Builds the grid. `specs`: the experiment's keys in declaration order; `values`: every key's
 /// parsed values (one value for non-sweep keys). Throws std::invalid_argument if a key has no value
-/// or a non-sweep key has several, or replicates == 0.
+/// or a non-sweep key has several, or replicates == 0. The number of cells (the product of the
+/// sweep lists' lengths and `replicates`) is computed with overflow checks before anything is
+/// allocated; more than `max_cells` throws ConfigError naming the sweep keys, their lengths, the
+/// count and the limit.
 std::vector<Cell> build_grid(const std::vector<OptionSpec>& specs,
                              const std::map<std::string, std::vector<Value>>& values,
-                             std::size_t replicates, std::uint64_t base_seed);
+                             std::size_t replicates, std::uint64_t base_seed,
+                             std::size_t max_cells = kMaxCells);
 
 /// Parses a --cell value ("7") or a --cells value ("3-9", inclusive) against a grid of `n_cells`
 /// cells and returns the inclusive range [first, last]. Throws ConfigError naming `flag`

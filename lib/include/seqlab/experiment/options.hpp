@@ -6,16 +6,30 @@
 // ("T = 10,25,50") and becomes an axis of the grid (see grid.hpp). Every parse error is a
 // ConfigError whose message names the key, the offending value, where it came from and what is
 // allowed, e.g.
-//   hidden_size: invalid value '-3' (from the command line): expected an integer >= 1
+//   hidden_size: invalid value '-3' (from the command line): expected an integer in [1, 65536]
+//
+// Ranges. Every value must be representable by the code that consumes it:
+//   - integer keys are int64; an experiment's integer keys must declare an upper bound
+//     (.at_most(N); run_experiment rejects a spec without one, std::logic_error), chosen so that
+//     the consumer can represent the value (e.g. <= 2^31-1 for an int) and sane for the machine.
+//     Read them with Params::get_int32 / get_size / get_int_as<T>, which throw instead of
+//     truncating. For integer keys the bounds are used as integers (min rounded up, max rounded
+//     down; a bound beyond the int64 range means the int64 limit, e.g. at_most(9.3e18) is
+//     9223372036854775807);
+//   - real keys are double but must be representable as a finite float (|x| <= FLT_MAX =
+//     3.40282347e+38, and a nonzero value must not round to 0 in float), since the library
+//     computes in float; allowed() states the effective range, e.g. "a real in (0, 3.40282347e+38]".
 //
 // Example (see experiment.hpp for the whole experiment):
 //   int_sweep("T", {10, 25}, "steps", "blank length").at_least(1)
 //   real_option("lr", 1e-3, "1", "learning rate").greater_than(0)
 //   string_option("optimizer", "adam", "optimizer").one_of({"adam", "adamw", "sgd"})
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -49,7 +63,7 @@ struct OptionSpec {
   std::vector<Value> defaults;  // built-in default (one value unless sweep)
   std::string unit;         // shown in --help: "steps", "tokens", "1" (dimensionless), "" (category)
   std::string help;         // one line for --help
-  std::optional<double> min;    // numeric lower bound
+  std::optional<double> min;    // numeric lower bound (see "Ranges" above for integer keys)
   bool min_exclusive = false;   // min is strict (value > min)
   std::optional<double> max;    // numeric upper bound (inclusive)
   std::vector<std::string> choices;  // String: allowed values (empty: any non-empty string)
@@ -59,9 +73,13 @@ struct OptionSpec {
   OptionSpec at_most(double v) const;       // value <= v
   OptionSpec one_of(std::vector<std::string> allowed) const;
 
-  /// What is allowed, in words: "an integer >= 1", "a comma-separated list of reals > 0",
-  /// "one of adam|adamw|sgd"...
+  /// What is allowed, in words: "an integer in [1, 1000]", "an integer >= 1" (no upper bound),
+  /// "a comma-separated list of reals in (0, 3.40282347e+38]", "one of adam|adamw|sgd"...
   std::string allowed() const;
+  /// Integer keys: the effective inclusive bounds as integers (min rounded up, or past it when
+  /// exclusive; max rounded down; clamped to the int64 range; int64 limits when unset).
+  std::int64_t int_lower() const;
+  std::int64_t int_upper() const;
   /// The default as text ("10,25" for a sweep).
   std::string default_text() const;
   /// Parses a value as found in a config file or on the command line: one value, or for a sweep
@@ -91,6 +109,18 @@ class Params {
   /// a type mismatch (get_real also accepts an Int value).
   std::int64_t get_int(const std::string& key) const;
   double get_real(const std::string& key) const;
+  /// get_int converted to the integer type T the consumer uses (int, std::size_t...). Never
+  /// truncates: throws std::out_of_range naming the key, the value and T's range if it does not
+  /// fit (a spec whose bound exceeds what its consumer can represent is a programming error).
+  template <class T>
+  T get_int_as(const std::string& key) const;
+  /// get_int_as<std::int32_t>: for int arguments (steps, T...).
+  std::int32_t get_int32(const std::string& key) const { return get_int_as<std::int32_t>(key); }
+  /// get_int_as<std::size_t>: for sizes; a negative value throws.
+  std::size_t get_size(const std::string& key) const { return get_int_as<std::size_t>(key); }
+  /// get_real converted to float: throws std::out_of_range naming the key and the value if it is
+  /// not a finite float or is nonzero but rounds to 0 (parse() already rejects such values).
+  float get_float(const std::string& key) const;
   const std::string& get_string(const std::string& key) const;
   const Value& get(const std::string& key) const;
   /// format_value of the key's value.
@@ -98,7 +128,27 @@ class Params {
   const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
 
  private:
+  [[noreturn]] static void throw_narrowing(const std::string& key, std::int64_t v,
+                                           const std::string& lo, const std::string& hi);
   std::vector<std::pair<std::string, Value>> entries_;
 };
+
+template <class T>
+T Params::get_int_as(const std::string& key) const {
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>, "get_int_as: integer type");
+  const std::int64_t v = get_int(key);
+  bool ok;
+  if constexpr (std::is_unsigned_v<T>) {
+    ok = v >= 0 && static_cast<std::uint64_t>(v) <= std::numeric_limits<T>::max();
+  } else {
+    ok = v >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+         v <= static_cast<std::int64_t>(std::numeric_limits<T>::max());
+  }
+  if (!ok) {
+    throw_narrowing(key, v, std::to_string(std::numeric_limits<T>::min()),
+                    std::to_string(std::numeric_limits<T>::max()));
+  }
+  return static_cast<T>(v);
+}
 
 }  // namespace seqlab::experiment

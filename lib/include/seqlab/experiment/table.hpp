@@ -2,9 +2,11 @@
 // Tidy tables with named columns, formatted deterministically, and CSV text.
 //
 // A cell's run_cell fills a CellOutput: one or more named tables (the main one is kMainTable,
-// merged into <name>.csv; any other table "t" is merged into <name>_t.csv). Each row is a Row of
-// (column, value) pairs; the first row added to a table fixes its columns and their order, and
-// every later row must have exactly the same columns in the same order (std::logic_error otherwise).
+// merged into <name>.csv; any other table "t" is merged into <name>_t.csv). An experiment declares
+// its tables and their columns (TableSpec, ExperimentSpec::tables); the CellOutput run_cell
+// receives starts with every declared table, empty, and a row must have exactly the declared
+// columns in the declared order (std::logic_error otherwise). A CellOutput built without
+// declarations (tests) accepts any table: the first row added to a table fixes its columns.
 // Values are formatted when added (format_int / format_real of options.hpp: integers in decimal,
 // reals as %.9g), so the same numbers always give the same bytes.
 //
@@ -63,7 +65,7 @@ struct Table {
   std::vector<std::string> columns;
   std::vector<std::vector<std::string>> rows;
 
-  /// Appends `row`; the first row sets the columns. Throws std::logic_error naming `name` and
+  /// Appends `row`; the first row sets the columns (unless they are already set). Throws std::logic_error naming `name` and
   /// both column lists if the row's columns differ from the table's.
   void append(const Row& row, const std::string& name);
   /// RFC 4180 CSV: header line then one line per row, "\n" line ends, fields quoted only when they
@@ -74,18 +76,33 @@ struct Table {
   static Table from_json(const nlohmann::json& j);
 };
 
+/// Declaration of one table an experiment writes: its name (kMainTable or letters, digits, '_')
+/// and its columns in order.
+struct TableSpec {
+  std::string name;
+  std::vector<std::string> columns;
+};
+
 /// Quotes a CSV field if needed ("a,b" -> "\"a,b\"", embedded quotes doubled).
 std::string csv_escape(const std::string& field);
 
 /// Everything one cell produces: named tables.
 class CellOutput {
  public:
-  /// Appends `row` to table `table` (created on first use; name of letters, digits and '_').
+  /// No declarations: any table name, columns fixed by each table's first row.
+  CellOutput() = default;
+  /// Every declared table exists from the start (with its columns and no rows); add_row accepts
+  /// only these tables and their exact columns. Throws std::logic_error for an invalid or
+  /// duplicate table name or an empty or duplicate column list.
+  explicit CellOutput(const std::vector<TableSpec>& declared);
+  /// Appends `row` to table `table` (name of letters, digits and '_'). Throws std::logic_error
+  /// for an undeclared table (when tables were declared) or columns that differ from the table's.
   void add_row(const Row& row, const std::string& table = kMainTable);
   const std::map<std::string, Table>& tables() const { return tables_; }
 
  private:
   std::map<std::string, Table> tables_;
+  bool declared_ = false;
 };
 
 }  // namespace seqlab::experiment

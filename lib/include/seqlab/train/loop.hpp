@@ -29,10 +29,16 @@ struct StepRecord {
   double lr;
 };
 
-/// diverged: a loss or gradient norm was NaN/Inf at step `diverged_step` (0-based; that update was
-/// not applied); steps_done: number of updates applied (== diverged_step when diverged, else
-/// opt.steps); last_loss: loss of the last applied update (NaN if none).
-/// diverged_what (extra): "loss = nan", "grad_norm = inf"... ; empty when not diverged.
+/// diverged: training produced a non-finite value. diverged_step is the 0-based index of the first
+/// step that found it, and that step's update was not applied, so steps_done == diverged_step:
+///   - a loss or gradient norm NaN/Inf at step s: diverged_step = s;
+///   - parameters non-finite after the last update (the final check, which no later loss could
+///     reveal): diverged_step = opt.steps, i.e. the step that would have come next; the update
+///     that produced them is the last one, opt.steps − 1, and was applied.
+/// steps_done: number of updates applied (== diverged_step when diverged, else opt.steps);
+/// last_loss: loss of the last applied update (NaN if none).
+/// diverged_what (extra): "loss = nan", "grad_norm = inf", "parameters non-finite (first:
+/// <name> = nan)"; empty when not diverged.
 struct TrainResult {
   bool diverged = false;
   int diverged_step = -1;
@@ -49,6 +55,10 @@ struct TrainResult {
 ///      clip_norm > 0); if n is NaN/Inf → diverged at `step`, stop (grads left unclipped);
 ///   5. optim.set_lr(schedule.lr_at(step)); optim.step();
 ///   6. on_step({step, loss, n, lr}) if set.
+/// After the last step, if training did not diverge: if any value of `params` is NaN/Inf →
+/// diverged with diverged_step = opt.steps (see TrainResult), diverged_what "parameters
+/// non-finite (first: <name> = <value>)". (Earlier non-finite parameters show up as a non-finite
+/// loss at the next step.)
 /// Divergence is a result, never an exception. Progress line: see Progress::for_stderr (stderr,
 /// only when it is a terminal and !opt.quiet; nothing is written to stderr otherwise).
 /// Throws std::invalid_argument before any step for opt.steps < 0, opt.clip_norm < 0 or NaN, a
