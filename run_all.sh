@@ -68,7 +68,7 @@ run_experiment() {
   local n
   n=$("$bin" --scale "$scale" --list-cells | wc -l)
   local done_before
-  done_before=$(find "$out/cells" -maxdepth 1 -name '*.json' 2>/dev/null | wc -l)
+  done_before=$( (find "$out/cells" -maxdepth 1 -name '*.json' 2>/dev/null || true) | wc -l)
   say "$name: $n cells at scale '$scale', $jobs at a time (1 thread each); $done_before cell files already in $out/cells (finished cells are skipped${force:+, but --force recomputes them})"
   # One process per cell, as one Slurm array task would run it; finished cells are skipped.
   seq 0 $((n - 1)) | xargs -P "$jobs" -I{} \

@@ -1,4 +1,4 @@
-// long_range_recall: DESIGN.md claim 2 — recurrent state decays over long distances, even with
+// long_range_recall: claim 2 of the README — recurrent state decays over long distances, even with
 // LSTM gates; attention links any two positions directly. Measured on the copy memory task of
 // Bai, Kolter & Koltun 2018 (arXiv 1803.01271, §4): recall 10 symbols after a gap of T blanks.
 // Claim, method, expected outcome and the CSV columns: README.md beside this file.
@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
   ExperimentSpec spec;
   spec.name = kName;
   spec.description =
-      "Claim 2 (DESIGN.md): recurrent state decays over long distances, even with LSTM gates. "
+      "Claim 2 (README.md claims table): recurrent state decays over long distances, even with LSTM gates. "
       "Trains a model on the copy memory task (Bai et al. 2018: recall 10 symbols from {1..8} "
       "after T blanks; sequence length T+20) for a grid of T x model x seeds, and reports test "
       "cross-entropy and recall accuracy against the memoryless baseline 10 ln8/(T+20).";
