@@ -27,6 +27,17 @@ class Fixture {
   nlohmann::json meta_;
 };
 
+/// Tolerances of the PyTorch-parity tests, float32 results against float64 references:
+/// |actual - expected| <= atol + rtol·|expected|. Forward values and backward gradients.
+inline constexpr double kFwdRtol = 1e-5, kFwdAtol = 1e-6;
+inline constexpr double kBwdRtol = 1e-4, kBwdAtol = 1e-5;
+
+/// A tensor's elements in row-major order (gradient-check outputs).
+template <class T>
+std::vector<float> flat(const T& t) {
+  return std::vector<float>(t.begin(), t.end());
+}
+
 /// Element-wise |actual - expected| <= atol + rtol·|expected| over equal shapes. The message
 /// gives the worst element (index, both values) and the max abs / rel error; empty when ok.
 std::string compare_close(const xt::xarray<float>& actual, const xt::xarray<double>& expected,

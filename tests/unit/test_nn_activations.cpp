@@ -14,6 +14,10 @@
 #include "seqlab/nn/activations.hpp"
 
 using namespace seqlab;
+using seqlab::test::kBwdAtol;
+using seqlab::test::kBwdRtol;
+using seqlab::test::kFwdAtol;
+using seqlab::test::kFwdRtol;
 using Catch::Matchers::WithinAbs;
 using Catch::Matchers::WithinRel;
 using seqlab::test::check_gradients;
@@ -22,9 +26,6 @@ using seqlab::test::Fixture;
 using seqlab::test::Probe;
 
 namespace {
-// float32 results against float64 PyTorch references: |a - e| <= atol + rtol |e|.
-constexpr double kFwdRtol = 1e-5, kFwdAtol = 1e-6;  // forward
-constexpr double kBwdRtol = 1e-4, kBwdAtol = 1e-5;  // backward
 
 struct Act {
   std::string name;

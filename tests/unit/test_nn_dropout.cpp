@@ -7,18 +7,16 @@
 #include <limits>
 #include <vector>
 
+#include "fixtures.hpp"
 #include "gradcheck.hpp"
 #include "seqlab/nn/dropout.hpp"
 
 using namespace seqlab;
+using seqlab::test::flat;
 using seqlab::test::check_gradients;
 using seqlab::test::Probe;
 
 namespace {
-template <class T>
-std::vector<float> flat(const T& t) {
-  return std::vector<float>(t.begin(), t.end());
-}
 Tensor2 random_matrix(std::size_t r, std::size_t c, std::uint64_t seed) {
   Rng rng(seed);
   Tensor2 x({r, c});

@@ -10,6 +10,10 @@
 #include "seqlab/nn/embedding.hpp"
 
 using namespace seqlab;
+using seqlab::test::kBwdAtol;
+using seqlab::test::kBwdRtol;
+using seqlab::test::kFwdAtol;
+using seqlab::test::kFwdRtol;
 using Catch::Matchers::Contains;
 using seqlab::test::check_gradients;
 using seqlab::test::compare_close;
@@ -17,9 +21,6 @@ using seqlab::test::Fixture;
 using seqlab::test::Probe;
 
 namespace {
-// float32 results against float64 PyTorch references: |a - e| <= atol + rtol |e|.
-constexpr double kFwdRtol = 1e-5, kFwdAtol = 1e-6;  // forward
-constexpr double kBwdRtol = 1e-4, kBwdAtol = 1e-5;  // backward
 }  // namespace
 
 TEST_CASE("Embedding init is standard normal with a zero padding row", "[nn][embedding]") {

@@ -13,6 +13,10 @@
 #include "seqlab/nn/loss.hpp"
 
 using namespace seqlab;
+using seqlab::test::kBwdAtol;
+using seqlab::test::kBwdRtol;
+using seqlab::test::kFwdAtol;
+using seqlab::test::kFwdRtol;
 using Catch::Matchers::Contains;
 using Catch::Matchers::WithinAbs;
 using Catch::Matchers::WithinRel;
@@ -22,9 +26,6 @@ using seqlab::test::Fixture;
 using seqlab::test::Probe;
 
 namespace {
-// float32 results against float64 PyTorch references: |a - e| <= atol + rtol |e|.
-constexpr double kFwdRtol = 1e-5, kFwdAtol = 1e-6;  // forward
-constexpr double kBwdRtol = 1e-4, kBwdAtol = 1e-5;  // backward
 
 bool all_finite(const Tensor2& t) {
   return std::all_of(t.begin(), t.end(), [](float v) { return std::isfinite(v); });

@@ -18,6 +18,11 @@
 #include "seqlab/nn/norm.hpp"
 
 using namespace seqlab;
+using seqlab::test::flat;
+using seqlab::test::kBwdAtol;
+using seqlab::test::kBwdRtol;
+using seqlab::test::kFwdAtol;
+using seqlab::test::kFwdRtol;
 using Catch::Matchers::WithinAbs;
 using seqlab::test::check_gradients;
 using seqlab::test::compare_close;
@@ -25,14 +30,6 @@ using seqlab::test::Fixture;
 using seqlab::test::Probe;
 
 namespace {
-// float32 results against float64 PyTorch references: |a - e| <= atol + rtol |e|.
-constexpr double kFwdRtol = 1e-5, kFwdAtol = 1e-6;  // forward (outputs, running statistics)
-constexpr double kBwdRtol = 1e-4, kBwdAtol = 1e-5;  // backward
-
-template <class T>
-std::vector<float> flat(const T& t) {
-  return std::vector<float>(t.begin(), t.end());
-}
 
 // REQUIRE actual ≈ expected with the worst element in the failure message.
 void require_close(const std::string& what, const xt::xarray<float>& actual,

@@ -13,6 +13,7 @@
 #include "seqlab/nn/positional.hpp"
 
 using namespace seqlab;
+using seqlab::test::flat;
 using Catch::Matchers::Contains;
 using Catch::Matchers::WithinAbs;
 using seqlab::test::check_gradients;
@@ -25,11 +26,6 @@ namespace {
 constexpr double kTableAtol = 1e-6;
 // Rotations: float32 against float64, |a - e| <= kRotAtol + kRotRtol |e|.
 constexpr double kRotRtol = 1e-5, kRotAtol = 1e-6;
-
-template <class T>
-std::vector<float> flat(const T& t) {
-  return std::vector<float>(t.begin(), t.end());
-}
 
 RopeConfig rope_cfg(std::size_t hd, RopePairing pairing, RopeScaling scaling = RopeScaling::none,
                     std::size_t train_len = 0) {

@@ -21,6 +21,11 @@
 #include "seqlab/nn/tcn.hpp"
 
 using namespace seqlab;
+using seqlab::test::flat;
+using seqlab::test::kBwdAtol;
+using seqlab::test::kBwdRtol;
+using seqlab::test::kFwdAtol;
+using seqlab::test::kFwdRtol;
 using seqlab::test::check_gradients;
 using seqlab::test::compare_close;
 using seqlab::test::Fixture;
@@ -28,14 +33,6 @@ using seqlab::test::GradCheckOptions;
 using seqlab::test::Probe;
 
 namespace {
-// float32 results against float64 PyTorch references: |a - e| <= atol + rtol |e|.
-constexpr double kFwdRtol = 1e-5, kFwdAtol = 1e-6;  // forward
-constexpr double kBwdRtol = 1e-4, kBwdAtol = 1e-5;  // backward
-
-template <class T>
-std::vector<float> flat(const T& t) {
-  return std::vector<float>(t.begin(), t.end());
-}
 
 // Parameters drawn with O(1) scale (weights U(-0.5, 0.5), biases U(-0.2, 0.2)) so every path
 // carries signal; the N(0, 0.01) init would make most effects vanish below float resolution.

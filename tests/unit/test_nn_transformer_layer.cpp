@@ -20,20 +20,17 @@
 #include "seqlab/nn/transformer_layer.hpp"
 
 using namespace seqlab;
+using seqlab::test::flat;
+using seqlab::test::kBwdAtol;
+using seqlab::test::kBwdRtol;
+using seqlab::test::kFwdAtol;
+using seqlab::test::kFwdRtol;
 using seqlab::test::check_gradients;
 using seqlab::test::compare_close;
 using seqlab::test::Fixture;
 using seqlab::test::Probe;
 
 namespace {
-// float32 results against float64 PyTorch references: |a - e| <= atol + rtol |e|.
-constexpr double kFwdRtol = 1e-5, kFwdAtol = 1e-6;  // forward
-constexpr double kBwdRtol = 1e-4, kBwdAtol = 1e-5;  // backward
-
-template <class T>
-std::vector<float> flat(const T& t) {
-  return std::vector<float>(t.begin(), t.end());
-}
 
 void require_close(const std::string& what, const xt::xarray<float>& actual,
                    const xt::xarray<double>& expected, double rtol, double atol) {
