@@ -1,6 +1,7 @@
 // The long_range_recall binary at tiny scale: bad input, --list-cells, determinism, resume after
 // SIGKILL, --force, rerun of a finished sweep. Runs the built executable in temporary directories.
 #include <catch2/catch.hpp>
+#include "temp_dir.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -24,20 +25,11 @@ extern char** environ;
 namespace fs = std::filesystem;
 
 namespace {
+struct TempDir : seqlab::test::TempDir {
+  TempDir() : seqlab::test::TempDir("seqlab_lrr_cli") {}
+};
 
 const std::string kBinary = SEQLAB_EXPERIMENTS_BIN_DIR "/long_range_recall";
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/seqlab_lrr_cli_XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -3,6 +3,7 @@
 // limit and its seed rule, cell ranges, tables and CSV, atomic writes, file reads, the --out
 // check, removal of stale temporary files.
 #include <catch2/catch.hpp>
+#include "temp_dir.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -25,19 +26,10 @@ using namespace seqlab::experiment;
 namespace fs = std::filesystem;
 
 namespace {
-// A fresh empty directory under the system temp dir, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/seqlab_exp_unit_XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct TempDir : seqlab::test::TempDir {
+  TempDir() : seqlab::test::TempDir("seqlab_exp_unit") {}
 };
-
+// A fresh empty directory under the system temp dir, removed at scope exit.
 std::string error_of(const OptionSpec& o, const std::string& text) {
   try {
     o.parse(text, "the command line");

@@ -4,6 +4,7 @@
 // stored cells (checksum, declared tables, sweep-key values), declared tables always written,
 // removal of stale temporary files.
 #include <catch2/catch.hpp>
+#include "temp_dir.hpp"
 
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -23,17 +24,8 @@ using namespace seqlab::experiment;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/seqlab_exp_run_XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct TempDir : seqlab::test::TempDir {
+  TempDir() : seqlab::test::TempDir("seqlab_exp_run") {}
 };
 
 int g_calls = 0;  // run_cell invocations

@@ -2,6 +2,7 @@
 // PyTorch parity (tests/golden/conv1d_*.json from gen_conv.py), causality, the exact set of inputs
 // an output sees, errors.
 #include <catch2/catch.hpp>
+#include "checks.hpp"
 
 #include <algorithm>
 #include <array>
@@ -25,12 +26,7 @@ using seqlab::test::Fixture;
 using seqlab::test::Probe;
 
 namespace {
-
-template <class T>
-void copy_into(const std::vector<float>& v, T& t) {
-  REQUIRE(v.size() == t.size());
-  std::copy(v.begin(), v.end(), t.begin());
-}
+using seqlab::test::copy_into;
 
 // Checks dL/dx and dL/d(every listed parameter) of `conv` on x against central differences.
 void gradcheck_conv(Conv1d& conv, Tensor3 x) {

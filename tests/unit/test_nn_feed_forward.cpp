@@ -7,6 +7,7 @@
 // REQUIREs that no perturbed forward changed it. If a change of seeds or sizes makes that fail,
 // pick another seed rather than loosening the tolerance.
 #include <catch2/catch.hpp>
+#include "checks.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -30,13 +31,7 @@ using seqlab::test::Fixture;
 using seqlab::test::Probe;
 
 namespace {
-
-void require_close(const std::string& what, const xt::xarray<float>& actual,
-                   const xt::xarray<double>& expected, double rtol, double atol) {
-  const std::string msg = compare_close(actual, expected, rtol, atol);
-  INFO(what << ": " << msg);
-  REQUIRE(msg.empty());
-}
+using seqlab::test::require_close;
 
 // Finite-difference check of dL/dx and all four parameters, L = Σ w ⊙ y. For relu, fails if a
 // perturbation flipped the sign of any pre-activation.

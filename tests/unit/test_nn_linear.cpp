@@ -1,5 +1,6 @@
 // Linear: init, finite-difference gradients, PyTorch parity (tests/golden/linear.json), errors.
 #include <catch2/catch.hpp>
+#include "checks.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -21,12 +22,8 @@ using seqlab::test::Fixture;
 using seqlab::test::Probe;
 
 namespace {
+using seqlab::test::copy_into;
 
-template <class T>
-void copy_into(const std::vector<float>& v, T& t) {
-  REQUIRE(v.size() == t.size());
-  std::copy(v.begin(), v.end(), t.begin());
-}
 }  // namespace
 
 TEST_CASE("Linear init is U of plus minus 1 over sqrt in and reproducible", "[nn][linear]") {

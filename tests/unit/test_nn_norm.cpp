@@ -3,6 +3,7 @@
 // sum(w ⊙ y) with random w; with padding present), padding and train/eval properties, the
 // n < 2 rule of BatchNorm, errors.
 #include <catch2/catch.hpp>
+#include "checks.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -30,15 +31,9 @@ using seqlab::test::Fixture;
 using seqlab::test::Probe;
 
 namespace {
+using seqlab::test::require_close;
 
 // REQUIRE actual ≈ expected with the worst element in the failure message.
-void require_close(const std::string& what, const xt::xarray<float>& actual,
-                   const xt::xarray<double>& expected, double rtol, double atol) {
-  const std::string msg = compare_close(actual, expected, rtol, atol);
-  INFO(what << ": " << msg);
-  REQUIRE(msg.empty());
-}
-
 // Padding mask [B, T] from the real lengths of each sequence.
 PaddingMask mask_from_lengths(const std::vector<std::size_t>& lengths, std::size_t t) {
   PaddingMask m = xt::zeros<std::uint8_t>({lengths.size(), t});

@@ -6,6 +6,7 @@
 // The finite-difference checks use activation = gelu: a central difference that moves a ReLU
 // pre-activation across 0 is meaningless (relu's backward is covered by the fixtures).
 #include <catch2/catch.hpp>
+#include "checks.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -31,13 +32,7 @@ using seqlab::test::Fixture;
 using seqlab::test::Probe;
 
 namespace {
-
-void require_close(const std::string& what, const xt::xarray<float>& actual,
-                   const xt::xarray<double>& expected, double rtol, double atol) {
-  const std::string msg = compare_close(actual, expected, rtol, atol);
-  INFO(what << ": " << msg);
-  REQUIRE(msg.empty());
-}
+using seqlab::test::require_close;
 
 Tensor3 randn3(std::size_t a, std::size_t b, std::size_t c, Rng& rng) {
   Tensor3 t({a, b, c});
