@@ -73,6 +73,26 @@ constexpr std::size_t kFfMultiplier = 4;  // d_ff = 4·d_model (Vaswani et al. 2
 
 enum class Pass { forward, forward_backward };
 
+/// Times `forward()` (and `backward()` after it for Pass::forward_backward) of a layer already
+/// built: one untimed warm-up call first (layers allocate their caches on the first call with a
+/// new shape), then the benchmark loop. `forward`/`backward` return the output / input gradient.
+template <class Forward, class Backward>
+void time_passes(benchmark::State& state, Pass pass, Forward forward, Backward backward) {
+  {
+    Tensor3 y = forward();
+    if (pass == Pass::forward_backward) y = backward();
+  }
+  for (auto _ : state) {
+    Tensor3 y = forward();
+    benchmark::DoNotOptimize(y.data());
+    if (pass == Pass::forward_backward) {
+      Tensor3 dx = backward();
+      benchmark::DoNotOptimize(dx.data());
+    }
+    benchmark::ClobberMemory();
+  }
+}
+
 /// Thread budgets benchmarked: 1 and the machine's cores (just 1 on a one-core machine).
 std::vector<std::int64_t> thread_counts() {
   const int hw = seqlab::hardware_threads();
@@ -146,20 +166,7 @@ void bm_recurrent(benchmark::State& state, Pass pass) {
     Layer layer(H, H, kRecurrentLayers, rng);
     const Tensor3 x = random_tensor3(B, T, H, rng);
     const Tensor3 dy = random_tensor3(B, T, H, rng);
-    // Untimed warm-up: the layers allocate their caches on the first call with a new shape.
-    {
-      Tensor3 y = layer.forward(x);
-      if (pass == Pass::forward_backward) y = layer.backward(dy);
-    }
-    for (auto _ : state) {
-      Tensor3 y = layer.forward(x);
-      benchmark::DoNotOptimize(y.data());
-      if (pass == Pass::forward_backward) {
-        Tensor3 dx = layer.backward(dy);
-        benchmark::DoNotOptimize(dx.data());
-      }
-      benchmark::ClobberMemory();
-    }
+    time_passes(state, pass, [&] { return layer.forward(x); }, [&] { return layer.backward(dy); });
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
@@ -185,19 +192,7 @@ void bm_tcn(benchmark::State& state, Pass pass) {
     receptive_field = tcn.receptive_field();
     const Tensor3 x = random_tensor3(B, T, C, rng);
     const Tensor3 dy = random_tensor3(B, T, C, rng);
-    {
-      Tensor3 y = tcn.forward(x);
-      if (pass == Pass::forward_backward) y = tcn.backward(dy);
-    }
-    for (auto _ : state) {
-      Tensor3 y = tcn.forward(x);
-      benchmark::DoNotOptimize(y.data());
-      if (pass == Pass::forward_backward) {
-        Tensor3 dx = tcn.backward(dy);
-        benchmark::DoNotOptimize(dx.data());
-      }
-      benchmark::ClobberMemory();
-    }
+    time_passes(state, pass, [&] { return tcn.forward(x); }, [&] { return tcn.backward(dy); });
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
@@ -222,19 +217,7 @@ void bm_mha(benchmark::State& state, Pass pass) {
     const seqlab::AttentionMask mask{};  // causal off, no padding
     const Tensor3 x = random_tensor3(B, T, D, rng);
     const Tensor3 dy = random_tensor3(B, T, D, rng);
-    {
-      Tensor3 y = attn.forward(x, mask);
-      if (pass == Pass::forward_backward) y = attn.backward(dy);
-    }
-    for (auto _ : state) {
-      Tensor3 y = attn.forward(x, mask);
-      benchmark::DoNotOptimize(y.data());
-      if (pass == Pass::forward_backward) {
-        Tensor3 dx = attn.backward(dy);
-        benchmark::DoNotOptimize(dx.data());
-      }
-      benchmark::ClobberMemory();
-    }
+    time_passes(state, pass, [&] { return attn.forward(x, mask); }, [&] { return attn.backward(dy); });
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
@@ -268,19 +251,7 @@ void bm_encoder_layer(benchmark::State& state, Pass pass) {
     const seqlab::AttentionMask mask{};
     const Tensor3 x = random_tensor3(B, T, D, rng);
     const Tensor3 dy = random_tensor3(B, T, D, rng);
-    {
-      Tensor3 y = layer.forward(x, mask);
-      if (pass == Pass::forward_backward) y = layer.backward(dy);
-    }
-    for (auto _ : state) {
-      Tensor3 y = layer.forward(x, mask);
-      benchmark::DoNotOptimize(y.data());
-      if (pass == Pass::forward_backward) {
-        Tensor3 dx = layer.backward(dy);
-        benchmark::DoNotOptimize(dx.data());
-      }
-      benchmark::ClobberMemory();
-    }
+    time_passes(state, pass, [&] { return layer.forward(x, mask); }, [&] { return layer.backward(dy); });
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
