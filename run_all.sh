@@ -19,6 +19,9 @@ PACKAGES=(
   python3 python3-numpy python3-matplotlib
 )
 EXPERIMENTS=(long_range_recall)
+# Experiments that time themselves run one cell at a time (cells in parallel would share the cores
+# they measure); they use the threads their grid asks for.
+declare -A SERIAL=([parallel_speedup]=1)
 
 BUILD_DIR=${SEQLAB_BUILD_DIR:-build/release}
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -64,6 +67,7 @@ run_tests() {
 run_experiment() {
   local name=$1 scale=$2 jobs=$3 force=$4
   local bin="$BUILD_DIR/experiments/$name" out="results/$name"
+  [ -n "${SERIAL[$name]:-}" ] && jobs=1
   [ -x "$bin" ] || die "experiment binary $bin not built"
   local n
   n=$("$bin" --scale "$scale" --list-cells | wc -l)
@@ -96,8 +100,10 @@ main_job() {
   build
   local e
   for e in "${EXPERIMENTS[@]}"; do run_experiment "$e" "$scale" "$jobs" "$force"; done
-  if [ -f plots/make_report.py ]; then "$PYTHON" plots/make_report.py results; fi
+  local report
+  report=$("$PYTHON" plots/make_report.py results)
   say "done: results in $(pwd)/results"
+  say "report: $report"
 }
 
 case "${1:-all}" in

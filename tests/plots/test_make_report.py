@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+"""plots/make_report.py on the committed CSV fixtures (tests/plots/fixtures/<experiment>/).
+
+Every experiment whose plot script defines verdicts() must have a fixture. The test copies the
+fixtures into a temporary results tree, runs each plot script on its directory (as run_all.sh
+does), then make_report.py, and checks REPORT.md: every claim appears, experiments with results
+have computed verdicts (never "not run"), experiments without are "not run", every linked figure
+exists. Then the failure paths: a malformed meta.json and a CSV without a column make the report
+exit 2 naming the file or column, and leave no REPORT.md behind.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SRC = os.environ.get("SEQLAB_SOURCE_DIR") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+PLOTS = os.path.join(SRC, "plots")
+FIXTURES = os.path.join(SRC, "tests", "plots", "fixtures")
+sys.path.insert(0, PLOTS)
+import make_report  # noqa: E402
+
+PY = sys.executable
+VERDICTS = ("holds", "fails", "depends on", "inconclusive")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def run(args):
+    return subprocess.run([PY] + args, capture_output=True, text=True, cwd=tempfile.gettempdir())
+
+
+def with_verdicts():
+    names = []
+    for _, name, _ in make_report.CLAIMS:
+        p = os.path.join(PLOTS, f"plot_{name}.py")
+        if os.path.isfile(p) and re.search(r"^def verdicts\(", open(p).read(), re.M):
+            names.append(name)
+    return names
+
+
+def build_tree(tmp, names):
+    res = os.path.join(tmp, "results")
+    os.makedirs(res)
+    for name in names:
+        src = os.path.join(FIXTURES, name)
+        check(os.path.isdir(src), f"fixture directory tests/plots/fixtures/{name} exists")
+        if not os.path.isdir(src):
+            continue
+        dst = os.path.join(res, name)
+        shutil.copytree(src, dst)
+        r = run([os.path.join(PLOTS, f"plot_{name}.py"), dst])
+        check(r.returncode == 0, f"plot_{name}.py on its fixture exits 0 (stderr: {r.stderr[-500:]})")
+    return res
+
+
+def main():
+    names = with_verdicts()
+    with tempfile.TemporaryDirectory() as tmp:
+        res = build_tree(tmp, names)
+        r = run([os.path.join(PLOTS, "make_report.py"), res])
+        check(r.returncode == 0, f"make_report.py exits 0 (stderr: {r.stderr[-500:]})")
+        report_path = os.path.join(res, "REPORT.md")
+        check(r.stdout.strip() == os.path.abspath(report_path), "make_report prints the report's path")
+        text = open(report_path).read() if os.path.isfile(report_path) else ""
+        check(not [f for f in os.listdir(res) if ".tmp." in f], "no temporary file left")
+        rows = [l for l in text.splitlines() if re.match(r"^\| \d \|", l)]
+        for num, name, _ in make_report.CLAIMS:
+            mine = [l for l in rows if l.startswith(f"| {num} |")]
+            check(len(mine) == 1, f"claim {num} has a first row in the claims table")
+            if name in names:
+                claim_rows = [l for l in text.splitlines() if l.startswith(f"| {num} |")]
+                check(all("not run" not in l for l in claim_rows), f"claim {num} ({name}) is not 'not run'")
+            else:
+                check(any("not run" in l for l in mine), f"claim {num} ({name}) without results is 'not run'")
+        verdict_cells = re.findall(r"\*\*([^*]+)\*\*", text)
+        check(all(v == "not run" or v.startswith(VERDICTS) for v in verdict_cells),
+              f"every verdict is one of {VERDICTS} or 'not run' (got {verdict_cells})")
+        for link in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text):
+            check(os.path.isfile(os.path.join(res, link)), f"linked figure {link} exists")
+            check(os.path.isfile(os.path.join(res, os.path.splitext(link)[0] + ".pdf")),
+                  f"PDF beside {link} exists")
+        for name in names:
+            check(f"| {name} | quick" in text or f"| {name} | tiny" in text or f"| {name} | " in text,
+                  f"{name} listed in the runs table")
+
+        # A malformed meta.json: exit 2 naming it, the earlier report left intact.
+        if names:
+            name = names[0]
+            before = open(report_path).read()
+            meta = os.path.join(res, name, name + ".meta.json")
+            shutil.copy(meta, meta + ".bak")
+            open(meta, "w").write("{ not json")
+            r = run([os.path.join(PLOTS, "make_report.py"), res])
+            check(r.returncode == 2, f"malformed meta.json: exit 2 (got {r.returncode})")
+            check(name + ".meta.json" in r.stderr, f"malformed meta.json is named (stderr: {r.stderr})")
+            check(open(report_path).read() == before, "malformed meta.json leaves the report intact")
+            shutil.move(meta + ".bak", meta)
+
+            # A main CSV missing a column the verdicts need: exit 2 naming the column, never a
+            # crash. Columns the verdicts do not read may be absent without harm (exit 0), so
+            # every column the plot script names is tried and at least one must be required.
+            csv_path = os.path.join(res, name, name + ".csv")
+            original = open(csv_path).read()
+            lines = original.splitlines()
+            header = lines[0].split(",")
+            script = open(os.path.join(PLOTS, f"plot_{name}.py")).read()
+            named = [c for c in header if f'"{c}"' in script]
+            required_seen = 0
+            for col in named:
+                idx = header.index(col)
+                with open(csv_path, "w") as f:
+                    for l in lines:
+                        cells = l.split(",")
+                        f.write(",".join(cells[:idx] + cells[idx + 1:]) + "\n")
+                r = run([os.path.join(PLOTS, "make_report.py"), res])
+                check(r.returncode in (0, 2), f"CSV without column {col}: exit 0 or 2, no crash "
+                      f"(got {r.returncode}: {r.stderr[-300:]})")
+                if r.returncode == 2:
+                    required_seen += 1
+                    check(col in r.stderr, f"the missing column {col} is named (stderr: {r.stderr})")
+            check(required_seen > 0, f"some column of {name}.csv is required by its verdicts")
+            open(csv_path, "w").write(original)
+
+        r = run([os.path.join(PLOTS, "make_report.py"), os.path.join(tmp, "nowhere")])
+        check(r.returncode == 2 and "nowhere" in r.stderr, "a missing results directory: exit 2 naming it")
+
+    if failures:
+        print(f"{len(failures)} check(s) failed", file=sys.stderr)
+        sys.exit(1)
+    print(f"make_report: all checks passed ({len(names)} experiment fixture(s): {', '.join(names) or 'none'})")
+
+
+if __name__ == "__main__":
+    main()
