@@ -122,14 +122,15 @@ def generate(rng, keys, tmp, certainly_invalid):
         else:
             entries.append((rng.choice(["", " ", "seeds", "seed", "threads", "Model", "T "]),
                             rng.choice(GARBAGE)))
+    argv, config = [], None
     if certainly_invalid:
+        # On the command line, which wins over the config file, so nothing can override it.
         cands = [k for k in keys if invalid_value(rng, k) is not None]
         if cands:
             k = rng.choice(cands)
-            entries.append((k.name, invalid_value(rng, k)))
+            argv.append(f"--{k.name}={invalid_value(rng, k)}")
         else:
-            entries.append(("no_such_key", "1"))
-    argv, config = [], None
+            argv.append("--no_such_key=1")
     use_file = rng.random() < 0.5
     lines = []
     for name, value in entries:
@@ -183,6 +184,7 @@ def run_one(binary, argv, config, tmp, listing, timeout):
     try:
         p = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=tmp)
     except subprocess.TimeoutExpired:
+        shutil.rmtree(out, ignore_errors=True)
         return cmd, None, "hang: no exit within %g s" % timeout
     dt = time.monotonic() - t0
     problems = []
