@@ -439,6 +439,50 @@ TEST_CASE("stored cells are verified and corrupt ones are named at merge and rec
                                        "cells are corrupt: 1"));
 }
 
+TEST_CASE("status reports done missing and corrupt cells and writes nothing", "[experiment][run][status]") {
+  TempDir d;
+  const auto ini = write_ini(d.path, "c.ini", "n = 1,2,3\nseeds = 1\n");
+  const fs::path out = d.path / "res";
+  const std::vector<std::string> base = {"--config", ini.string(), "--out", out.string()};
+  auto with = [&](std::vector<std::string> extra) {
+    auto a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  // No output directory yet: every cell is missing, and nothing is created.
+  auto s = run(toy_spec(), with({"--status"}));
+  CHECK(s.code == 0);
+  CHECK(s.out == "0 missing n=1 seed=0\n1 missing n=2 seed=0\n2 missing n=3 seed=0\n");
+  CHECK_FALSE(fs::exists(out));
+  g_calls = 0;
+  REQUIRE(run(toy_spec(), with({"--cells", "0-1", "--quiet"})).code == 0);
+  REQUIRE(g_calls == 2);
+  // A damaged cell is corrupt (the reason on stderr), as a run and --merge would judge it.
+  const fs::path file = cell_file(out, "n=2 seed=0");
+  std::ofstream(file, std::ios::app) << "x";
+  const auto before = fs::last_write_time(file);
+  g_calls = 0;
+  s = run(toy_spec(), with({"--status"}));
+  CHECK(s.code == 0);
+  CHECK(g_calls == 0);
+  CHECK(s.out == "0 done n=1 seed=0\n1 corrupt n=2 seed=0\n2 missing n=3 seed=0\n");
+  CHECK_THAT(s.err, Catch::Contains("cell 1: ") && Catch::Contains(file.filename().string()) &&
+                        Catch::Contains("not valid JSON"));
+  CHECK(fs::last_write_time(file) == before);
+  CHECK_FALSE(fs::exists(out / "toy.csv"));
+  // --cell/--cells restrict it; --quiet drops the reasons; it wins over --merge and --force.
+  s = run(toy_spec(), with({"--status", "--cells", "1-2", "--quiet", "--merge", "--force"}));
+  CHECK(s.code == 0);
+  CHECK(s.out == "1 corrupt n=2 seed=0\n2 missing n=3 seed=0\n");
+  CHECK(s.err.empty());
+  CHECK(g_calls == 0);
+  CHECK_FALSE(fs::exists(out / "toy.csv"));
+  // Bad input is still exit 2; unwritable stdout is exit 1.
+  s = run(toy_spec(), with({"--status", "--cell", "7"}));
+  CHECK(s.code == 2);
+  CHECK(run(toy_spec(), with({"--status"}), /*full_stdout=*/true).code == 1);
+}
+
 TEST_CASE("every declared table is written even when no cell has rows for it", "[experiment][run]") {
   TempDir d;
   const auto ini = write_ini(d.path, "c.ini", "n = 1\nseeds = 1\n");

@@ -54,10 +54,11 @@ namespace {
 // Run options: command line only (seed and seeds are experiment-level keys, see key_specs()).
 const std::vector<std::string> kRunFlags = {"help",  "config", "scale", "list-cells", "cell",
                                             "cells", "out",    "merge", "force",      "threads",
-                                            "quiet"};
+                                            "quiet", "status"};
 
 struct Invocation {
   bool help = false, list_cells = false, merge = false, force = false, quiet = false;
+  bool status = false;
   bool has_range = false;
   std::size_t first = 0, last = 0;
   std::string out;
@@ -123,6 +124,9 @@ std::string help_text(const ExperimentSpec& spec, const std::vector<OptionSpec>&
        "                       when --config is not given\n"
        "  --config FILE.ini    load FILE.ini instead (lines `key = value`, '#' comments)\n"
        "  --list-cells         print the grid, one `index key=value ... seed=r` line per cell, and exit\n"
+       "  --status             print one `index done|missing|corrupt key=value ... seed=r` line per\n"
+       "                       cell of DIR/cells/ (of --cell/--cells if given), checked as a run\n"
+       "                       checks them, and exit; writes nothing\n"
        "  --cell N             run cell N only (0-based; see --list-cells)\n"
        "  --cells A-B          run cells A..B (inclusive)\n"
        "  --out DIR            output directory [default: results/"
@@ -170,7 +174,7 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
       "scale", po::value<std::string>())("list-cells", po::bool_switch())(
       "cell", po::value<std::string>())("cells", po::value<std::string>())(
       "out", po::value<std::string>())("merge", po::bool_switch())("force", po::bool_switch())(
-      "threads", po::value<std::string>())("quiet", po::bool_switch());
+      "threads", po::value<std::string>())("quiet", po::bool_switch())("status", po::bool_switch());
   for (const auto& k : inv.keys) key_desc.add_options()(k.key.c_str(), po::value<std::string>());
   // Positional arguments are collected under a hidden name only to name them in the error.
   po::options_description hidden;
@@ -230,6 +234,7 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
   inv.merge = vm["merge"].as<bool>();
   inv.force = vm["force"].as<bool>();
   inv.quiet = vm["quiet"].as<bool>();
+  inv.status = vm["status"].as<bool>();
 
   // The config file.
   if (vm.count("config") && vm.count("scale")) {
@@ -355,7 +360,7 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
   // Where results go: checked now, created only after every check has passed.
   inv.out = vm.count("out") ? vm["out"].as<std::string>() : "results/" + spec.name;
   cfg["out"] = inv.out;
-  if (!inv.list_cells) {
+  if (!inv.list_cells && !inv.status) {  // queries read --out (status) or ignore it
     const std::string why = check_output_dir(inv.out, "cells");
     if (!why.empty()) {
       throw ConfigError("--out: cannot write results to '" + inv.out + "': " + why +
@@ -596,6 +601,27 @@ int merge(const Invocation& inv, const ExperimentSpec& spec, const std::string& 
   return 0;
 }
 
+// --status: one "<index> done|missing|corrupt <label>" line per cell of the range (all cells
+// without --cell/--cells) on stdout, each stored cell verified by load_cell as a run does; why a
+// cell is corrupt goes to stderr (unless --quiet). Reads only; creates and removes nothing.
+void print_status(const Invocation& inv, const ExperimentSpec& spec) {
+  const fs::path cells_dir = fs::path(inv.out) / "cells";
+  const std::size_t first = inv.has_range ? inv.first : 0;
+  const std::size_t last = inv.has_range ? inv.last : inv.cells.size() - 1;
+  for (std::size_t i = first; i <= last; ++i) {
+    const Cell& c = inv.cells[i];
+    const fs::path file = cells_dir / cell_file_name(c, spec.name);
+    const auto r = load_cell(file, c, c.fingerprint(spec.name), spec);
+    const char* state = r.status == StoredCell::Status::Ok        ? "done"
+                        : r.status == StoredCell::Status::Missing ? "missing"
+                                                                  : "corrupt";
+    std::cout << c.index << " " << state << " " << c.label() << "\n";
+    if (r.status == StoredCell::Status::Corrupt) {
+      log(inv, spec, "cell " + std::to_string(c.index) + ": " + file.string() + ": " + r.why);
+    }
+  }
+}
+
 // Creates `dir` and its missing ancestors. On failure removes the directories it created (empty
 // ones only), so a failed start leaves nothing behind, and throws std::runtime_error.
 void create_output_dirs(const fs::path& dir) {
@@ -802,6 +828,15 @@ int run_experiment(int argc, const char* const* argv, const ExperimentSpec& spec
   }
   if (inv.list_cells) {
     for (const auto& c : inv.cells) std::cout << c.index << " " << c.label() << "\n";
+    return flush_stdout(spec) ? 0 : 1;
+  }
+  if (inv.status) {
+    try {
+      print_status(inv, spec);
+    } catch (const std::exception& e) {
+      std::cerr << spec.name << ": error: " << e.what() << std::endl;
+      return 1;
+    }
     return flush_stdout(spec) ? 0 : 1;
   }
   try {

@@ -9,6 +9,12 @@
 //   --config FILE.ini      `key = value` lines ('#' comments); unknown keys are errors
 //   --KEY=VALUE            overrides any key (the command line wins over the file)
 //   --list-cells           prints the grid, one "index key=value ... seed=r" line per cell
+//   --status               prints "index done|missing|corrupt key=value ... seed=r", one line per
+//                          cell (of --cell/--cells if given) of <out>/cells/, each stored cell
+//                          verified as a run verifies it (below); why a cell is corrupt goes to
+//                          stderr. Runs and writes nothing (--out may be missing or read-only);
+//                          exit 0 whatever the states. experiments/slurm/ submits the cells that
+//                          are not done. (--list-cells wins over it; it wins over the run flags.)
 //   --cell N, --cells A-B  runs part of the grid (inclusive); without them all cells run, then merge
 //   --out DIR              default results/<name> (relative to the current directory)
 //   --merge                joins the finished cells into <out>/<name>.csv (+ <name>_<table>.csv

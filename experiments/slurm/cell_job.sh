@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# One Slurm array task = one sweep cell. submit.sh submits it as
+#   sbatch --array=CELLS --cpus-per-task=N ... cell_job.sh BIN OUT SWEEP_ARGS...
+# and it runs `BIN SWEEP_ARGS... --cell $SLURM_ARRAY_TASK_ID --threads $SLURM_CPUS_PER_TASK
+# --out OUT`. The binary skips the cell if it is already done, and writes it atomically, so a
+# task that is killed or preempted leaves no partial file: submit.sh resubmits it.
+# Exit status: the binary's (0 done, 1 the cell failed, 2 bad input).
+set -euo pipefail
+[ $# -ge 2 ] || { echo "usage: cell_job.sh BIN OUT SWEEP_ARGS... (submitted by submit.sh)" >&2; exit 2; }
+: "${SLURM_ARRAY_TASK_ID:?cell_job.sh runs as a Slurm array task (submit.sh submits it)}"
+bin=$1 out=$2
+shift 2
+threads=${SLURM_CPUS_PER_TASK:-1}
+echo "[cell_job] $(date -u +%Y-%m-%dT%H:%M:%SZ) host $(hostname) job ${SLURM_ARRAY_JOB_ID:-?}_$SLURM_ARRAY_TASK_ID: cell $SLURM_ARRAY_TASK_ID, $threads thread(s)" >&2
+set -x
+exec "$bin" "$@" --cell "$SLURM_ARRAY_TASK_ID" --threads "$threads" --out "$out"
