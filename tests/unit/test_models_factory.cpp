@@ -349,8 +349,11 @@ TEST_CASE("ConfigError names the offending key", "[models][errors]") {
     FAIL("unknown model must throw");
   } catch (const ConfigError& e) {
     CHECK(e.value() == "'transformer_xl'");
-    CHECK(e.allowed() == "one of rnn, lstm, gru, tcn, transformer_encoder, transformer_decoder");
-    CHECK(std::string(e.what()) == "model = 'transformer_xl': allowed one of rnn, lstm, gru, tcn, transformer_encoder, transformer_decoder");
+    CHECK(e.allowed() == "one of rnn, lstm, gru, tcn, transformer_encoder, transformer_decoder, "
+                         "transformer_encoder_decoder");
+    CHECK(std::string(e.what()) == "model = 'transformer_xl': allowed one of rnn, lstm, gru, tcn, "
+                                   "transformer_encoder, transformer_decoder, "
+                                   "transformer_encoder_decoder");
   }
   // Fields a family does not use are not checked.
   ModelConfig unused = tiny("lstm");

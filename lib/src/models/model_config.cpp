@@ -40,7 +40,8 @@ ConfigError::ConfigError(std::string key, std::string value, std::string allowed
 
 const std::vector<std::string>& model_names() {
   static const std::vector<std::string> names{"rnn", "lstm", "gru", "tcn",
-                                               "transformer_encoder", "transformer_decoder"};
+                                               "transformer_encoder", "transformer_decoder",
+                                               "transformer_encoder_decoder"};
   return names;
 }
 
@@ -53,6 +54,10 @@ std::string model_names_string() {
 void ModelConfig::validate() const {
   require_one_of("model", model, model_names());
   require_one_of("input", input, {"embedding", "linear"});
+  if (model == "transformer_encoder_decoder" && input != "embedding")
+    throw ConfigError("input", "'" + input + "'",
+                      "embedding for transformer_encoder_decoder (token ids; one embedding shared "
+                      "by source and target)");
   if (input == "embedding") {
     require_positive("vocab_size", vocab_size);
     require_positive("embedding_dim", embedding_dim);
@@ -125,6 +130,9 @@ void ModelConfig::validate() const {
     throw ConfigError("dropout", float_string(dropout), "in [0, 1)");
   require_positive("output_size", output_size);
   require_one_of("head", head, {"per_position", "last_position"});
+  if (model == "transformer_encoder_decoder" && head != "per_position")
+    throw ConfigError("head", "'" + head + "'",
+                      "per_position for transformer_encoder_decoder (logits at every target step)");
 }
 
 std::size_t ModelConfig::body_input_size() const {

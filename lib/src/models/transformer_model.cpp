@@ -9,7 +9,7 @@ namespace seqlab {
 namespace {
 
 const ModelConfig& require_transformer(const ModelConfig& cfg) {
-  if (!cfg.is_transformer())
+  if (cfg.model != "transformer_encoder" && cfg.model != "transformer_decoder")
     throw std::invalid_argument("TransformerModel: model = '" + cfg.model +
                                 "'; allowed transformer_encoder, transformer_decoder (use "
                                 "make_model for others)");

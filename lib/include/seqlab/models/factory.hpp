@@ -16,6 +16,8 @@ namespace seqlab {
 
 /// Builds the model cfg.model names: "rnn", "lstm", "gru" -> RecurrentModel, "tcn" -> TCNModel,
 /// "transformer_encoder", "transformer_decoder" -> TransformerModel,
+/// "transformer_encoder_decoder" -> EncoderDecoderModel (models/encoder_decoder_model.hpp;
+/// dynamic_cast to call forward(src, tgt_in) and greedy_decode),
 /// parameters drawn from rng (draw order in each model's header). Throws ConfigError for an
 /// invalid cfg (ModelConfig::validate).
 std::unique_ptr<SequenceModel> make_model(const ModelConfig& cfg, Rng& rng);
@@ -28,15 +30,31 @@ std::unique_ptr<SequenceModel> make_model(const ModelConfig& cfg, Rng& rng);
 ///   transformer (D = H, F = d_ff, P = 3, or 2 with shared_qk, n(D) = 2D layer_norm/batch_norm,
 ///          D rms_norm, 0 none):  learned ? max_len·D : 0
 ///          + L·[P·D·D + P·D + D·D + D + F·D + F + D·F + D + 2·n(D)] + (pre ? n(D) : 0)
+///   transformer_encoder_decoder (embedding V·D shared by source and target):
+///          learned ? 2·max_len·D : 0
+///          + L·[P·D·D + P·D + D·D + D + F·D + F + D·F + D + 2·n(D)]            encoder layers
+///          + L·[P·D·D + P·D + D·D + D + 3·D·D + 3·D + D·D + D + F·D + F + D·F + D + 3·n(D)]
+///                                                   decoder layers (self, cross, feed-forward)
+///          + 2·n(D)                                 final norms (always, as nn.Transformer)
 ///   head   H·O + O   (H = the body's output width)
 /// Throws ConfigError for an invalid cfg.
 std::size_t count_parameters(const ModelConfig& cfg);
 
 /// cfg with hidden_size set to the largest value h >= 1 for which count_parameters <= budget
 /// (the count grows with h, so this is a binary search); for tcn, h is the width of every level.
+/// Transformer families (is_transformer()): d_model varies in steps of m, the smallest multiple
+/// of n_heads that keeps cfg valid (m = 2·n_heads with rope* for an even head size; m = lcm(n_heads,
+/// 2) with sinusoidal for an even d_model; n_heads otherwise): the result has hidden_size =
+/// embedding_dim = d_model = k·m for the largest k >= 1 within the budget, and
+///   d_ff = max(1, round(d_ff_ratio · d_model))  if d_ff_ratio > 0 (e.g. 4, Vaswani et al. §3.3),
+///   d_ff = cfg.d_ff, unchanged                  if d_ff_ratio = 0 (d_ff_ratio is ignored for
+///                                               the other families).
+/// num_layers, n_heads and everything else stay as given.
 /// Throws ConfigError: key "channels" if cfg is a tcn with explicit channels (set hidden_size and
-/// num_layers instead), key "param_budget" if even h = 1 exceeds the budget (allowed: the h = 1
-/// count or more), or for any other invalid field.
-ModelConfig hidden_size_for_budget(ModelConfig cfg, std::size_t budget);
+/// num_layers instead), key "param_budget" if even h = 1 (transformers: d_model = m) exceeds the
+/// budget (allowed: that count or more), key "d_ff_ratio" if it is negative or NaN, key
+/// "embedding_dim" for a transformer with linear input and embedding_dim = 0 (d_model would be
+/// input_size, which the budget cannot change), or for any other invalid field.
+ModelConfig hidden_size_for_budget(ModelConfig cfg, std::size_t budget, double d_ff_ratio = 0);
 
 }  // namespace seqlab

@@ -18,6 +18,10 @@
 //          d_model = hidden_size (the body input width E must equal it), n_layers = num_layers,
 //          positional encoding, L TransformerEncoderLayers (decoder: causal mask, GPT block),
 //          final norm for pre-norm                                         keys "<model>.layers.{l}.*" ...
+//   "transformer_encoder_decoder" (models/encoder_decoder_model.hpp): torch.nn.Transformer with L
+//          encoder and L decoder layers, source and target sharing the embedding; embedding input
+//          and per_position head only; forward(src, tgt_in) and greedy_decode instead of
+//          forward(ids)                                                   keys "transformer.encoder.layers.{l}.*" ...
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -44,9 +48,10 @@ class ConfigError : public std::invalid_argument {
 };
 
 /// Model families the factory builds, in this order: "rnn", "lstm", "gru", "tcn",
-/// "transformer_encoder", "transformer_decoder".
+/// "transformer_encoder", "transformer_decoder", "transformer_encoder_decoder".
 const std::vector<std::string>& model_names();
-/// "rnn, lstm, gru, tcn, transformer_encoder, transformer_decoder" (for messages).
+/// "rnn, lstm, gru, tcn, transformer_encoder, transformer_decoder, transformer_encoder_decoder"
+/// (for messages).
 std::string model_names_string();
 
 struct ModelConfig {
@@ -97,11 +102,16 @@ struct ModelConfig {
   /// activation, norm, norm_placement, positional_encoding (its name; sinusoidal needs an even
   /// hidden_size), rope_pairing (rope*), max_len (learned, >= 1), train_len (rope_pi/ntk, >= 1),
   /// then dropout, output_size, head as for every family.
+  /// transformer_encoder_decoder additionally: input must be "embedding" (checked right after
+  /// input) and head "per_position" (checked last).
   void validate() const;
 
   bool is_recurrent() const { return model == "rnn" || model == "lstm" || model == "gru"; }
+  /// The transformer families: transformer_encoder, transformer_decoder,
+  /// transformer_encoder_decoder (all validated with the transformer fields).
   bool is_transformer() const {
-    return model == "transformer_encoder" || model == "transformer_decoder";
+    return model == "transformer_encoder" || model == "transformer_decoder" ||
+           model == "transformer_encoder_decoder";
   }
   bool last_position() const { return head == "last_position"; }
   /// E: the feature width entering the body (embedding_dim, or input_size when a linear input
