@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -295,6 +296,91 @@ TEST_CASE("hidden_size_for_budget picks the largest hidden size within the budge
   } catch (const ConfigError& e) {
     CHECK(e.key() == "channels");
   }
+}
+
+TEST_CASE("hidden_size_for_budget matches transformers by d_model in steps of the head count", "[models]") {
+  auto tfm = [](const std::string& pe, std::size_t heads) {
+    ModelConfig c;
+    c.model = "transformer_decoder";
+    c.input = "embedding";
+    c.vocab_size = 12;
+    c.embedding_dim = 8;
+    c.hidden_size = 8;
+    c.num_layers = 2;
+    c.n_heads = heads;
+    c.d_ff = 16;
+    c.positional_encoding = pe;
+    c.norm_placement = "pre";
+    c.max_len = 32;
+    c.output_size = 12;
+    return c;
+  };
+  struct Case {
+    std::string pe;
+    std::size_t heads, step;
+  };
+  // rope*: even head size -> d_model in steps of 2·heads; sinusoidal: even d_model; else heads.
+  for (const Case& k : {Case{"rope", 2, 4}, Case{"rope", 3, 6}, Case{"sinusoidal", 3, 6},
+                        Case{"sinusoidal", 2, 2}, Case{"learned", 3, 3}, Case{"alibi", 1, 1}}) {
+    for (double ratio : {0.0, 2.0, 4.0}) {
+      for (std::size_t budget : {std::size_t{3000}, std::size_t{40000}}) {
+        INFO(k.pe << " heads " << k.heads << " ratio " << ratio << " budget " << budget);
+        const ModelConfig fit = hidden_size_for_budget(tfm(k.pe, k.heads), budget, ratio);
+        const std::size_t D = fit.hidden_size;
+        CHECK(D % k.step == 0);
+        CHECK(fit.embedding_dim == D);
+        CHECK(fit.n_heads == k.heads);
+        CHECK(fit.num_layers == 2);
+        CHECK(fit.d_ff == (ratio > 0 ? static_cast<std::size_t>(std::llround(ratio * D)) : 16));
+        CHECK(count_parameters(fit) <= budget);
+        // The next allowed d_model (same rule for d_ff) exceeds the budget.
+        ModelConfig bigger = fit;
+        bigger.hidden_size = bigger.embedding_dim = D + k.step;
+        if (ratio > 0) bigger.d_ff = static_cast<std::size_t>(std::llround(ratio * (D + k.step)));
+        CHECK(count_parameters(bigger) > budget);
+        Rng rng(4);
+        CHECK(make_model(fit, rng)->num_parameters() == count_parameters(fit));
+      }
+    }
+  }
+  // A larger budget never gives a smaller model; matched families land close to the budget.
+  const ModelConfig small = hidden_size_for_budget(tfm("rope", 2), 5000, 2.0);
+  const ModelConfig large = hidden_size_for_budget(tfm("rope", 2), 50000, 2.0);
+  CHECK(large.hidden_size > small.hidden_size);
+  CHECK(count_parameters(large) > 40000);  // within one d_model step (4) of 50000 here
+  // Linear input: the projection width follows d_model.
+  ModelConfig lin = tfm("rope", 2);
+  lin.input = "linear";
+  lin.input_size = 2;
+  lin.output_size = 1;
+  lin.head = "last_position";
+  const ModelConfig lfit = hidden_size_for_budget(lin, 8000, 2.0);
+  CHECK(lfit.embedding_dim == lfit.hidden_size);
+  Rng rng(5);
+  CHECK(make_model(lfit, rng)->num_parameters() == count_parameters(lfit));
+
+  auto key_of = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const ConfigError& e) {
+      return e.key();
+    }
+    return std::string("<no error>");
+  };
+  CHECK(key_of([&] { hidden_size_for_budget(tfm("rope", 2), 100, 2.0); }) == "param_budget");
+  CHECK(key_of([&] { hidden_size_for_budget(tfm("rope", 2), 5000, -1.0); }) == "d_ff_ratio");
+  CHECK(key_of([&] { hidden_size_for_budget(tfm("rope", 2), 5000, std::nan("")); }) == "d_ff_ratio");
+  CHECK(key_of([&] { hidden_size_for_budget(tfm("rope", 0), 5000, 2.0); }) == "n_heads");
+  lin.embedding_dim = 0;
+  CHECK(key_of([&] { hidden_size_for_budget(lin, 5000, 2.0); }) == "embedding_dim");
+  try {
+    hidden_size_for_budget(tfm("rope", 2), 100, 2.0);
+  } catch (const ConfigError& e) {
+    CHECK_THAT(e.allowed(), Catch::Contains("d_model = 4"));
+  }
+  // d_ff_ratio does not affect the other families.
+  ModelConfig l = tiny("lstm", "embedding", "per_position", 16);
+  CHECK(hidden_size_for_budget(l, 20000, 4.0).hidden_size == hidden_size_for_budget(l, 20000).hidden_size);
 }
 
 TEST_CASE("ConfigError names the offending key", "[models][errors]") {

@@ -7,6 +7,8 @@
 
 #include <xtensor/xadapt.hpp>
 
+#include "seqlab/models/positional_registry.hpp"
+
 namespace seqlab {
 
 namespace {
@@ -19,9 +21,7 @@ const ModelConfig& require_encoder_decoder(const ModelConfig& cfg) {
 }
 
 std::size_t norm_parameters(const std::string& norm, std::size_t d) {
-  if (norm == "layer_norm" || norm == "batch_norm" || norm == "masked_batch_norm") return 2 * d;
-  if (norm == "rms_norm") return d;
-  return 0;  // none
+  return norm_registry().get(norm).num_parameters(d);  // 2d layer_norm / batch_norm, d rms_norm, 0 none
 }
 
 // ‖g[b, t, :]‖ over b into out(row, col0 + t) for g [B, N, C].
@@ -64,7 +64,7 @@ std::size_t encoder_decoder_body_parameters(const ModelConfig& cfg) {
   const std::size_t D = cfg.hidden_size, F = cfg.d_ff, P = cfg.shared_qk ? 2 : 3;
   const std::size_t n = norm_parameters(cfg.norm, D);
   std::size_t total = 0;
-  if (cfg.positional_encoding == "learned") total += 2 * cfg.max_len * D;  // src, tgt tables
+  total += 2 * positional_encoding_parameters(cfg);  // one encoding per stack (learned: src, tgt tables)
   const std::size_t self_attn = P * D * D + P * D + D * D + D;
   const std::size_t cross_attn = 3 * D * D + 3 * D + D * D + D;  // never shared
   const std::size_t ff = F * D + F + D * F + D;
@@ -80,26 +80,9 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelConfig& cfg, Rng& rng)
       src_dropout(cfg_.dropout, rng.next_u64()),
       tgt_dropout(cfg_.dropout, rng.next_u64()) {
   const std::size_t D = cfg_.hidden_size;
-  const std::string& pe = cfg_.positional_encoding;
-  const PositionalEncodingKind kind = parse_positional_encoding(pe);
-  if (kind == PositionalEncodingKind::learned) {
-    src_pos_embedding = std::make_unique<LearnedPositionalEmbedding>(cfg_.max_len, D, rng);
-    tgt_pos_embedding = std::make_unique<LearnedPositionalEmbedding>(cfg_.max_len, D, rng);
-  }
-  if (kind == PositionalEncodingKind::sinusoidal) {
-    src_sinusoidal = std::make_unique<SinusoidalEncoding>(D);
-    tgt_sinusoidal = std::make_unique<SinusoidalEncoding>(D);
-  }
-  if (acts_on_qk(kind)) {
-    RopeConfig rc;
-    rc.head_dim = D / cfg_.n_heads;
-    rc.pairing = cfg_.rope_pairing == "halves" ? RopePairing::halves : RopePairing::interleaved;
-    rc.scaling = rope_scaling_for(kind);
-    rc.train_len = cfg_.train_len;
-    src_rope = std::make_unique<RotaryEmbedding>(rc);
-    tgt_rope = std::make_unique<RotaryEmbedding>(rc);
-  }
-  const bool alibi = biases_scores(kind);
+  // One encoding per stack, source first (draw order [4] of the header: learned tables).
+  src_positional = make_positional_encoding(cfg_, rng);
+  tgt_positional = make_positional_encoding(cfg_, rng);
 
   TransformerLayerConfig lc;
   lc.d_model = D;
@@ -113,16 +96,14 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelConfig& cfg, Rng& rng)
   for (std::size_t l = 0; l < cfg_.num_layers; ++l) {
     lc.seed = rng.next_u64();
     encoder_layers.push_back(std::make_unique<TransformerEncoderLayer>(lc, rng));
-    if (src_rope) encoder_layers.back()->self_attn.set_rope(src_rope.get());
-    if (alibi) encoder_layers.back()->self_attn.set_alibi(true);
+    src_positional->attach(encoder_layers.back()->self_attn);
   }
   encoder_norm = make_norm(cfg_.norm, D);
   for (std::size_t l = 0; l < cfg_.num_layers; ++l) {
     lc.seed = rng.next_u64();
     decoder_layers.push_back(std::make_unique<TransformerDecoderLayer>(lc, rng, true));
-    if (tgt_rope) decoder_layers.back()->self_attn.set_rope(tgt_rope.get());
-    if (alibi) decoder_layers.back()->self_attn.set_alibi(true);
-    // Cross-attention: no RoPE / ALiBi (file comment).
+    tgt_positional->attach(decoder_layers.back()->self_attn);
+    // Cross-attention: no RoPE / ALiBi (file comment): never attached.
   }
   decoder_norm = make_norm(cfg_.norm, D);
 
@@ -154,17 +135,14 @@ std::size_t EncoderDecoderModel::sequential_steps(std::size_t /*seq_len*/) const
 Tensor3 EncoderDecoderModel::encode(const IndexTensor2& src, const PaddingMask* src_pad) {
   const std::size_t S = src.shape()[1];
   Tensor3 z = embedding.forward(src);
-  if (src_pos_embedding) {
-    if (S > cfg_.max_len)
-      throw ShapeError("transformer_encoder_decoder model: source length S = " + std::to_string(S) +
-                       " exceeds max_len = " + std::to_string(cfg_.max_len) +
-                       " of the learned positional embedding");
-    z = src_pos_embedding->forward(z);
-  } else if (src_sinusoidal) {
-    z = src_sinusoidal->forward(z);
-  }
+  const std::size_t max_positions = src_positional->max_positions();
+  if (max_positions > 0 && S > max_positions)
+    throw ShapeError("transformer_encoder_decoder model: source length S = " + std::to_string(S) +
+                     " exceeds max_len = " + std::to_string(max_positions) + " of the " +
+                     cfg_.positional_encoding + " positional embedding");
+  src_positional->set_context_length(S);
+  z = src_positional->forward(z);
   z = src_dropout.forward(z);
-  if (src_rope) src_rope->set_context_length(S);
   AttentionMask mask;
   mask.key_padding = src_pad;
   for (auto& layer : encoder_layers) z = layer->forward(z, mask, src_pad);
@@ -175,17 +153,14 @@ Tensor3 EncoderDecoderModel::decode(const IndexTensor2& tgt_in, const Tensor3& m
                                     const PaddingMask* src_pad, const PaddingMask* tgt_pad) {
   const std::size_t T = tgt_in.shape()[1];
   Tensor3 y = embedding.forward(tgt_in);
-  if (tgt_pos_embedding) {
-    if (T > cfg_.max_len)
-      throw ShapeError("transformer_encoder_decoder model: target length T = " + std::to_string(T) +
-                       " exceeds max_len = " + std::to_string(cfg_.max_len) +
-                       " of the learned positional embedding");
-    y = tgt_pos_embedding->forward(y);
-  } else if (tgt_sinusoidal) {
-    y = tgt_sinusoidal->forward(y);
-  }
+  const std::size_t max_positions = tgt_positional->max_positions();
+  if (max_positions > 0 && T > max_positions)
+    throw ShapeError("transformer_encoder_decoder model: target length T = " + std::to_string(T) +
+                     " exceeds max_len = " + std::to_string(max_positions) + " of the " +
+                     cfg_.positional_encoding + " positional embedding");
+  tgt_positional->set_context_length(T);
+  y = tgt_positional->forward(y);
   y = tgt_dropout.forward(y);
-  if (tgt_rope) tgt_rope->set_context_length(T);
   AttentionMask self_mask;
   self_mask.causal = true;
   self_mask.key_padding = tgt_pad;
@@ -255,8 +230,7 @@ void EncoderDecoderModel::backward(const Tensor3& dlogits) {
     else dmemory += decoder_layers[l]->memory_grad();
   }
   g = tgt_dropout.backward(g);
-  if (tgt_pos_embedding) g = tgt_pos_embedding->backward(g);
-  else if (tgt_sinusoidal) g = tgt_sinusoidal->backward(g);
+  g = tgt_positional->backward(g);
   record_norms(g, input_norms_, S_);
   // The embedding caches only its last ids: run it again on each sequence before its backward.
   embedding.forward(tgt_ids_);
@@ -269,8 +243,7 @@ void EncoderDecoderModel::backward(const Tensor3& dlogits) {
     g = encoder_layers[l]->backward(g);
   }
   g = src_dropout.backward(g);
-  if (src_pos_embedding) g = src_pos_embedding->backward(g);
-  else if (src_sinusoidal) g = src_sinusoidal->backward(g);
+  g = src_positional->backward(g);
   record_norms(g, input_norms_, 0);
   embedding.forward(src_ids_);
   embedding.backward(g);
@@ -292,10 +265,11 @@ IndexTensor2 EncoderDecoderModel::greedy_decode(const IndexTensor2& src, std::in
     throw std::out_of_range("transformer_encoder_decoder model.greedy_decode: bos = " +
                             std::to_string(bos) + " outside [0, vocab_size = " +
                             std::to_string(cfg_.vocab_size) + ")");
-  if (tgt_pos_embedding && max_len > cfg_.max_len)
+  const std::size_t max_positions = tgt_positional->max_positions();
+  if (max_positions > 0 && max_len > max_positions)
     throw ShapeError("transformer_encoder_decoder model.greedy_decode: max_len = " +
-                     std::to_string(max_len) + " exceeds max_len = " + std::to_string(cfg_.max_len) +
-                     " of the learned positional embedding");
+                     std::to_string(max_len) + " exceeds max_len = " + std::to_string(max_positions) +
+                     " of the " + cfg_.positional_encoding + " positional embedding");
   has_forward_ = false;  // the caches below belong to no forward(src, tgt_in)
   const bool was_training = training();
   set_training(false);
@@ -356,8 +330,8 @@ std::string EncoderDecoderModel::describe() const {
 void EncoderDecoderModel::collect_parameters(const std::string& prefix,
                                              std::vector<NamedParameter>& out) {
   embedding.collect_parameters(prefix + "embedding.", out);
-  if (src_pos_embedding) src_pos_embedding->collect_parameters(prefix + "src_pos_embedding.", out);
-  if (tgt_pos_embedding) tgt_pos_embedding->collect_parameters(prefix + "tgt_pos_embedding.", out);
+  src_positional->collect_parameters(prefix + "src_pos_embedding.", out);
+  tgt_positional->collect_parameters(prefix + "tgt_pos_embedding.", out);
   for (std::size_t l = 0; l < encoder_layers.size(); ++l)
     encoder_layers[l]->collect_parameters(
         prefix + "transformer.encoder.layers." + std::to_string(l) + ".", out);

@@ -2,24 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <sstream>
 
-#include "seqlab/models/encoder_decoder_model.hpp"
-#include "seqlab/models/recurrent_model.hpp"
-#include "seqlab/models/tcn_model.hpp"
-#include "seqlab/models/transformer_model.hpp"
+#include "seqlab/models/model_registry.hpp"
+#include "seqlab/models/positional_registry.hpp"
 
 namespace seqlab {
 
 std::unique_ptr<SequenceModel> make_model(const ModelConfig& cfg, Rng& rng) {
-  cfg.validate();
-  if (cfg.is_recurrent()) return std::make_unique<RecurrentModel>(cfg, rng);
-  if (cfg.model == "tcn") return std::make_unique<TCNModel>(cfg, rng);
-  if (cfg.model == "transformer_encoder_decoder")
-    return std::make_unique<EncoderDecoderModel>(cfg, rng);
-  if (cfg.is_transformer()) return std::make_unique<TransformerModel>(cfg, rng);
-  // validate() accepts only model_names(); a name added there must be built here.
-  throw ConfigError("model", "'" + cfg.model + "'", "one of " + model_names_string());
+  cfg.validate();  // the name is registered (models/model_registry.hpp)
+  return model_registry().get(cfg.model).create(cfg, rng);
 }
 
 std::size_t count_parameters(const ModelConfig& cfg) {
@@ -32,29 +25,9 @@ std::size_t count_parameters(const ModelConfig& cfg) {
   } else if (cfg.embedding_dim > 0) {
     n += cfg.input_size * E + E;                       // input.weight [E, D], input.bias [E]
   }
-  // body
-  if (cfg.is_recurrent()) {
-    const std::size_t G = (cfg.model == "lstm" ? 4 : cfg.model == "gru" ? 3 : 1) * cfg.hidden_size;
-    const std::size_t H = cfg.hidden_size;
-    for (std::size_t k = 0; k < cfg.num_layers; ++k) {
-      const std::size_t in = k == 0 ? E : H;
-      n += G * in + G * H + 2 * G;                     // weight_ih, weight_hh, bias_ih, bias_hh
-    }
-  } else if (cfg.model == "transformer_encoder_decoder") {
-    n += encoder_decoder_body_parameters(cfg);
-  } else if (cfg.is_transformer()) {
-    n += transformer_body_parameters(cfg);
-  } else {  // tcn
-    const std::size_t k = cfg.kernel_size;
-    std::size_t in = E;
-    for (std::size_t c : cfg.tcn_channels()) {
-      n += c * in * k + c;                             // conv1 weight (or weight_v) [c, in, k], bias
-      n += c * c * k + c;                              // conv2
-      if (in != c) n += c * in + c;                    // downsample 1×1 conv
-      if (cfg.weight_norm) n += 2 * c;                 // conv1/conv2 weight_g [c, 1, 1]
-      in = c;
-    }
-  }
+  // body: the family's registry entry (formulas in factory.hpp)
+  const ModelEntry& family = model_registry().get(cfg.model);
+  if (family.body_parameters) n += family.body_parameters(cfg);
   // head
   n += cfg.body_output_size() * cfg.output_size + cfg.output_size;  // head.weight [O, H], bias [O]
   return n;
@@ -81,9 +54,10 @@ ModelConfig hidden_size_for_budget(ModelConfig cfg, std::size_t budget, double d
                         "embedding_dim varies with the budget; without a projection it would be "
                         "input_size)");
     if (cfg.n_heads == 0) throw ConfigError("n_heads", "0", ">= 1");
-    const bool rope = cfg.positional_encoding.compare(0, 4, "rope") == 0;
-    m = cfg.n_heads;
-    if (rope || (cfg.positional_encoding == "sinusoidal" && m % 2 != 0)) m *= 2;
+    // d_model: a multiple of n_heads and of what the positional encoding needs (its registry
+    // entry: 2 for sinusoidal, 2·n_heads for rope*), i.e. of their lcm.
+    const std::size_t need = positional_encoding_d_model_multiple(cfg);
+    m = cfg.n_heads / std::gcd(cfg.n_heads, need) * need;
   }
   auto set_size = [&](std::size_t k) {
     cfg.hidden_size = k * m;

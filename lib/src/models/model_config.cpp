@@ -5,6 +5,9 @@
 #include <utility>
 
 #include "seqlab/core/tensor.hpp"
+#include "seqlab/models/model_registry.hpp"
+#include "seqlab/models/positional_registry.hpp"
+#include "seqlab/nn/norm.hpp"
 
 namespace seqlab {
 
@@ -18,11 +21,14 @@ std::string float_string(float v) {
   return os.str();
 }
 
-void require_positive(const char* key, std::size_t v) {
+}  // namespace
+
+void require_positive(const std::string& key, std::size_t v) {
   if (v == 0) throw ConfigError(key, "0", ">= 1");
 }
 
-void require_one_of(const char* key, const std::string& v, const std::vector<std::string>& allowed) {
+void require_one_of(const std::string& key, const std::string& v,
+                    const std::vector<std::string>& allowed) {
   for (const auto& a : allowed)
     if (v == a) return;
   std::string list;
@@ -30,34 +36,75 @@ void require_one_of(const char* key, const std::string& v, const std::vector<std
   throw ConfigError(key, "'" + v + "'", "one of " + list);
 }
 
-}  // namespace
-
 ConfigError::ConfigError(std::string key, std::string value, std::string allowed)
     : std::invalid_argument(key + " = " + value + ": allowed " + allowed),
       key_(std::move(key)),
       value_(std::move(value)),
       allowed_(std::move(allowed)) {}
 
-const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names{"rnn", "lstm", "gru", "tcn",
-                                               "transformer_encoder", "transformer_decoder",
-                                               "transformer_encoder_decoder"};
-  return names;
+const std::vector<std::string>& model_names() { return model_registry().names(); }
+
+std::string model_names_string() { return model_registry().names_string(); }
+
+bool ModelConfig::is_recurrent() const {
+  const ModelEntry* e = model_registry().find(model);
+  return e != nullptr && e->family == ModelFamily::recurrent;
 }
 
-std::string model_names_string() {
-  std::string s;
-  for (const auto& n : model_names()) s += (s.empty() ? "" : ", ") + n;
-  return s;
+bool ModelConfig::is_transformer() const {
+  const ModelEntry* e = model_registry().find(model);
+  return e != nullptr && e->family == ModelFamily::transformer;
+}
+
+void validate_recurrent_fields(const ModelConfig& c) {
+  require_positive("hidden_size", c.hidden_size);
+  require_positive("num_layers", c.num_layers);
+}
+
+void validate_tcn_fields(const ModelConfig& c) {
+  const bool explicit_channels = !c.channels.empty();
+  if (!explicit_channels) {
+    require_positive("hidden_size", c.hidden_size);
+    require_positive("num_layers", c.num_layers);
+  }
+  if (!explicit_channels && c.num_layers > kMaxTcnLevels)  // checked before building the list
+    throw ConfigError("num_layers", std::to_string(c.num_layers), "1..30 for tcn (dilation 2^i)");
+  if (c.channels.size() > kMaxTcnLevels)
+    throw ConfigError("channels", shape_string(c.channels), "at most 30 levels (dilation 2^i)");
+  const auto ch = c.tcn_channels();
+  for (std::size_t w : ch)
+    if (w == 0) throw ConfigError("channels", shape_string(ch), "every entry >= 1");
+  require_positive("kernel_size", c.kernel_size);
+}
+
+void validate_transformer_fields(const ModelConfig& c) {
+  require_positive("hidden_size", c.hidden_size);
+  require_positive("num_layers", c.num_layers);
+  const std::size_t E = c.body_input_size();
+  if (E != c.hidden_size) {
+    const bool bare = c.input == "linear" && c.embedding_dim == 0;
+    throw ConfigError(bare ? "input_size" : "embedding_dim", std::to_string(E),
+                      "equal to hidden_size = d_model = " + std::to_string(c.hidden_size) +
+                          " for a transformer");
+  }
+  require_positive("n_heads", c.n_heads);
+  if (c.hidden_size % c.n_heads != 0)
+    throw ConfigError("n_heads", std::to_string(c.n_heads),
+                      "a divisor of hidden_size = d_model = " + std::to_string(c.hidden_size));
+  require_positive("d_ff", c.d_ff);
+  require_one_of("activation", c.activation, {"relu", "gelu"});
+  require_one_of("norm", c.norm, norm_names());
+  require_one_of("norm_placement", c.norm_placement, {"pre", "post"});
+  require_one_of("positional_encoding", c.positional_encoding, positional_encoding_names());
+  const PositionalEncodingEntry& pe = positional_encoding_registry().get(c.positional_encoding);
+  if (pe.validate) pe.validate(c);
 }
 
 void ModelConfig::validate() const {
-  require_one_of("model", model, model_names());
+  const ModelEntry* family = model_registry().find(model);
+  if (family == nullptr) throw ConfigError("model", "'" + model + "'", "one of " + model_names_string());
   require_one_of("input", input, {"embedding", "linear"});
-  if (model == "transformer_encoder_decoder" && input != "embedding")
-    throw ConfigError("input", "'" + input + "'",
-                      "embedding for transformer_encoder_decoder (token ids; one embedding shared "
-                      "by source and target)");
+  if (family->validate_input) family->validate_input(*this);
   if (input == "embedding") {
     require_positive("vocab_size", vocab_size);
     require_positive("embedding_dim", embedding_dim);
@@ -74,65 +121,12 @@ void ModelConfig::validate() const {
       throw ConfigError("padding_idx", std::to_string(*padding_idx),
                         "unset with input = linear (it applies to token ids only)");
   }
-  const bool explicit_channels = model == "tcn" && !channels.empty();
-  if (!explicit_channels) {
-    require_positive("hidden_size", hidden_size);
-    require_positive("num_layers", num_layers);
-  }
-  if (model == "tcn") {
-    if (!explicit_channels && num_layers > kMaxTcnLevels)  // checked before building the list
-      throw ConfigError("num_layers", std::to_string(num_layers),
-                        "1..30 for tcn (dilation 2^i)");
-    if (channels.size() > kMaxTcnLevels)
-      throw ConfigError("channels", shape_string(channels), "at most 30 levels (dilation 2^i)");
-    const auto ch = tcn_channels();
-    for (std::size_t c : ch)
-      if (c == 0) throw ConfigError("channels", shape_string(ch), "every entry >= 1");
-    require_positive("kernel_size", kernel_size);
-  }
-  if (model == "rnn") require_one_of("nonlinearity", nonlinearity, {"tanh", "relu"});
-  if (is_transformer()) {
-    const std::size_t E = body_input_size();
-    if (E != hidden_size) {
-      const bool bare = input == "linear" && embedding_dim == 0;
-      throw ConfigError(bare ? "input_size" : "embedding_dim", std::to_string(E),
-                        "equal to hidden_size = d_model = " + std::to_string(hidden_size) +
-                            " for a transformer");
-    }
-    require_positive("n_heads", n_heads);
-    if (hidden_size % n_heads != 0)
-      throw ConfigError("n_heads", std::to_string(n_heads),
-                        "a divisor of hidden_size = d_model = " + std::to_string(hidden_size));
-    require_positive("d_ff", d_ff);
-    require_one_of("activation", activation, {"relu", "gelu"});
-    require_one_of("norm", norm, {"layer_norm", "rms_norm", "batch_norm", "masked_batch_norm", "none"});
-    require_one_of("norm_placement", norm_placement, {"pre", "post"});
-    require_one_of("positional_encoding", positional_encoding,
-                   {"sinusoidal", "learned", "rope", "rope_pi", "rope_ntk", "alibi", "none"});
-    const bool rope = positional_encoding.compare(0, 4, "rope") == 0;
-    if (positional_encoding == "sinusoidal" && hidden_size % 2 != 0)
-      throw ConfigError("hidden_size", std::to_string(hidden_size),
-                        "even with positional_encoding = sinusoidal");
-    if (rope) {
-      if ((hidden_size / n_heads) % 2 != 0)
-        throw ConfigError("n_heads", std::to_string(n_heads),
-                          "a divisor of hidden_size = " + std::to_string(hidden_size) +
-                              " giving an even head size hidden_size / n_heads (now " +
-                              std::to_string(hidden_size / n_heads) + ") for positional_encoding = " +
-                              positional_encoding);
-      require_one_of("rope_pairing", rope_pairing, {"interleaved", "halves"});
-    }
-    if (positional_encoding == "learned") require_positive("max_len", max_len);
-    if (positional_encoding == "rope_pi" || positional_encoding == "rope_ntk")
-      require_positive("train_len", train_len);
-  }
+  if (family->validate_body) family->validate_body(*this);
   if (!(dropout >= 0.0f && dropout < 1.0f))
     throw ConfigError("dropout", float_string(dropout), "in [0, 1)");
   require_positive("output_size", output_size);
   require_one_of("head", head, {"per_position", "last_position"});
-  if (model == "transformer_encoder_decoder" && head != "per_position")
-    throw ConfigError("head", "'" + head + "'",
-                      "per_position for transformer_encoder_decoder (logits at every target step)");
+  if (family->validate_head) family->validate_head(*this);
 }
 
 std::size_t ModelConfig::body_input_size() const {

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "seqlab/models/positional_registry.hpp"
+
 namespace seqlab {
 
 namespace {
@@ -17,9 +19,7 @@ const ModelConfig& require_transformer(const ModelConfig& cfg) {
 }
 
 std::size_t norm_parameters(const std::string& norm, std::size_t d) {
-  if (norm == "layer_norm" || norm == "batch_norm" || norm == "masked_batch_norm") return 2 * d;
-  if (norm == "rms_norm") return d;
-  return 0;  // none
+  return norm_registry().get(norm).num_parameters(d);  // 2d layer_norm / batch_norm, d rms_norm, 0 none
 }
 
 // ‖g[:, t]‖_F over [B, D] into row l of out [L, T].
@@ -40,7 +40,7 @@ void record_norms(const Tensor3& g, Tensor2& out, std::size_t l) {
 std::size_t transformer_body_parameters(const ModelConfig& cfg) {
   const std::size_t D = cfg.hidden_size, F = cfg.d_ff, P = cfg.shared_qk ? 2 : 3;
   std::size_t n = 0;
-  if (cfg.positional_encoding == "learned") n += cfg.max_len * D;  // pos_embedding.weight
+  n += positional_encoding_parameters(cfg);  // pos_embedding.* (learned: weight [max_len, D])
   const std::size_t per_layer = P * D * D + P * D        // self_attn.in_proj_weight, in_proj_bias
                                 + D * D + D                // self_attn.out_proj
                                 + F * D + F + D * F + D    // linear1, linear2
@@ -53,18 +53,7 @@ std::size_t transformer_body_parameters(const ModelConfig& cfg) {
 TransformerModel::TransformerModel(const ModelConfig& cfg, Rng& rng)
     : InputBodyHeadModel(require_transformer(cfg), rng), emb_dropout(cfg.dropout, rng.next_u64()) {
   const std::size_t D = cfg_.hidden_size;
-  const std::string& pe = cfg_.positional_encoding;
-  if (pe == "learned") pos_embedding = std::make_unique<LearnedPositionalEmbedding>(cfg_.max_len, D, rng);
-  if (pe == "sinusoidal") sinusoidal = std::make_unique<SinusoidalEncoding>(D);
-  const PositionalEncodingKind kind = parse_positional_encoding(pe);
-  if (acts_on_qk(kind)) {
-    RopeConfig rc;
-    rc.head_dim = D / cfg_.n_heads;
-    rc.pairing = cfg_.rope_pairing == "halves" ? RopePairing::halves : RopePairing::interleaved;
-    rc.scaling = rope_scaling_for(kind);
-    rc.train_len = cfg_.train_len;
-    rope = std::make_unique<RotaryEmbedding>(rc);
-  }
+  positional = make_positional_encoding(cfg_, rng);  // draws its parameters (learned) here
   TransformerLayerConfig lc;
   lc.d_model = D;
   lc.n_heads = cfg_.n_heads;
@@ -77,8 +66,7 @@ TransformerModel::TransformerModel(const ModelConfig& cfg, Rng& rng)
   for (std::size_t l = 0; l < cfg_.num_layers; ++l) {
     lc.seed = rng.next_u64();
     layers.push_back(std::make_unique<TransformerEncoderLayer>(lc, rng));
-    if (rope) layers.back()->self_attn.set_rope(rope.get());
-    if (biases_scores(kind)) layers.back()->self_attn.set_alibi(true);
+    positional->attach(layers.back()->self_attn);  // RoPE / ALiBi hooks
   }
   if (cfg_.norm_placement == "pre") final_norm = make_norm(cfg_.norm, D);
   build_head(rng);
@@ -94,19 +82,14 @@ Tensor3 TransformerModel::body_forward(const Tensor3& u) {
     check_shape((cfg_.model + " model: padding mask").c_str(), *padding_,
                 {static_cast<long>(B), static_cast<long>(T)});
   used_padding_ = padding_;
-  Tensor3 z;
-  if (pos_embedding) {
-    if (T > cfg_.max_len)
-      throw ShapeError(cfg_.model + " model: seq_len = " + std::to_string(T) + " exceeds max_len = " +
-                       std::to_string(cfg_.max_len) + " of the learned positional embedding");
-    z = pos_embedding->forward(u);
-  } else if (sinusoidal) {
-    z = sinusoidal->forward(u);
-  } else {
-    z = u;
-  }
+  const std::size_t max_positions = positional->max_positions();
+  if (max_positions > 0 && T > max_positions)
+    throw ShapeError(cfg_.model + " model: seq_len = " + std::to_string(T) + " exceeds max_len = " +
+                     std::to_string(max_positions) + " of the " + cfg_.positional_encoding +
+                     " positional embedding");
+  positional->set_context_length(T);
+  Tensor3 z = positional->forward(u);
   z = emb_dropout.forward(z);
-  if (rope) rope->set_context_length(T);
   AttentionMask mask;
   mask.causal = causal();
   mask.key_padding = padding_;
@@ -124,14 +107,12 @@ Tensor3 TransformerModel::body_backward(const Tensor3& dh, Tensor2& step_norms) 
     g = layers[l]->backward(g);  // ∂L/∂z_{l-1}
   }
   g = emb_dropout.backward(g);
-  if (pos_embedding) g = pos_embedding->backward(g);
-  else if (sinusoidal) g = sinusoidal->backward(g);
-  return g;
+  return positional->backward(g);
 }
 
 void TransformerModel::collect_body_parameters(const std::string& prefix,
                                                std::vector<NamedParameter>& out) {
-  if (pos_embedding) pos_embedding->collect_parameters(prefix + "pos_embedding.", out);
+  positional->collect_parameters(prefix + "pos_embedding.", out);
   for (std::size_t l = 0; l < layers.size(); ++l)
     layers[l]->collect_parameters(prefix + "layers." + std::to_string(l) + ".", out);
   if (final_norm) final_norm->collect_parameters(prefix + "norm.", out);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "activation_kernels.hpp"
+
 namespace seqlab {
 namespace {
 
@@ -35,33 +37,26 @@ xt::xtensor<float, N> map2(const char* what, const xt::xtensor<float, N>& a,
   return dx;
 }
 
-constexpr float kInvSqrt2 = 0.70710678118654752440f;
-constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
-
 }  // namespace
 
 template <std::size_t N>
 xt::xtensor<float, N> relu(const xt::xtensor<float, N>& x) {
-  return map1(x, [](float v) { return v > 0.0f ? v : 0.0f; });
+  return map1(x, [](float v) { return detail::relu1(v); });
 }
 template <std::size_t N>
 xt::xtensor<float, N> relu_backward(const xt::xtensor<float, N>& x, const xt::xtensor<float, N>& dy) {
-  return map2("relu_backward", x, dy, [](float v, float d) { return v > 0.0f ? d : 0.0f; });
+  return map2("relu_backward", x, dy, [](float v, float d) { return detail::relu_grad1(v, d); });
 }
 
 template <std::size_t N>
 xt::xtensor<float, N> gelu(const xt::xtensor<float, N>& x) {
   // x Φ(x), Φ(x) = ½ erfc(-x/√2)
-  return map1(x, [](float v) { return 0.5f * v * std::erfc(-v * kInvSqrt2); });
+  return map1(x, [](float v) { return detail::gelu1(v); });
 }
 template <std::size_t N>
 xt::xtensor<float, N> gelu_backward(const xt::xtensor<float, N>& x, const xt::xtensor<float, N>& dy) {
   // d/dx x Φ(x) = Φ(x) + x φ(x)
-  return map2("gelu_backward", x, dy, [](float v, float d) {
-    const float cdf = 0.5f * std::erfc(-v * kInvSqrt2);
-    const float pdf = kInvSqrt2Pi * std::exp(-0.5f * v * v);
-    return d * (cdf + v * pdf);
-  });
+  return map2("gelu_backward", x, dy, [](float v, float d) { return detail::gelu_grad1(v, d); });
 }
 
 template <std::size_t N>

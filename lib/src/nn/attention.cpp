@@ -249,18 +249,11 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
   const float* bias = in_proj_bias.value.data();
   xq_.resize({Nq, D});
   std::copy_n(query.data(), Nq * D, xq_.data());
-  q_.resize({B, h, Tq, dk});
-  k_.resize({B, h, Tk, dk});
-  v_.resize({B, h, Tk, dk});
   if (self) {
     // proj[N, R] = X W_inᵀ + b_in: q | k | v (shared_qk: qk | v) in one GEMM.
     proj_q_.resize({Nq, R});
     if (has_bias_) fill_rows(proj_q_.data(), Nq, bias, R);
     gemm(false, true, Nq, R, D, 1.0f, xq_.data(), D, W, D, has_bias_ ? 1.0f : 0.0f, proj_q_.data(), R);
-    const std::size_t kcol = shared_qk_ ? 0 : D, vcol = R - D;
-    split_heads(proj_q_.data(), R, 0, B, Tq, h, dk, q_.data());
-    split_heads(proj_q_.data(), R, kcol, B, Tk, h, dk, k_.data());
-    split_heads(proj_q_.data(), R, vcol, B, Tk, h, dk, v_.data());
   } else {
     // q = X_q W_Qᵀ + b_Q; [k | v] = X_kv [W_K; W_V]ᵀ + [b_K; b_V] (rows r0.. of the packed weight:
     // D for q|k|v, 0 for shared qk|v).
@@ -276,35 +269,53 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
     const float beta = has_bias_ ? 1.0f : 0.0f;
     gemm(false, true, Nq, D, D, 1.0f, xq_.data(), D, W, D, beta, proj_q_.data(), D);
     gemm(false, true, Nk, 2 * D, D, 1.0f, xkv_.data(), D, W + r0 * D, D, beta, proj_kv_.data(), 2 * D);
-    split_heads(proj_q_.data(), D, 0, B, Tq, h, dk, q_.data());
-    split_heads(proj_kv_.data(), 2 * D, 0, B, Tk, h, dk, k_.data());
-    split_heads(proj_kv_.data(), 2 * D, D, B, Tk, h, dk, v_.data());
   }
-  if (rope_) {  // RoFormer eq. 34 on every head: q at q_offset + t, k at k_offset + t
+  if (rope_) {
+    // RoFormer eq. 34 on every head: q at q_offset + t, k at k_offset + t, on contiguous
+    // [B, h, T, d_k] copies of the heads (V is read in place).
+    const HeadMatrix q = projected('q'), k = projected('k');
+    q_.resize({B, h, Tq, dk});
+    k_.resize({B, h, Tk, dk});
+    split_heads(q.base, q.ld, 0, B, Tq, h, dk, q_.data());
+    split_heads(k.base, k.ld, 0, B, Tk, h, dk, k_.data());
     rope_->rotate(q_.data(), Bh, Tq, q_offset_, false);
     rope_->rotate(k_.data(), Bh, Tk, k_offset_, false);
   }
 
-  // S = Q Kᵀ / √d_k per head ([Tq, d_k] x [d_k, Tk]), into probs_, then the masked softmax in place.
+  // Per head (b, i): S = Q Kᵀ / √d_k ([Tq, d_k] x [d_k, Tk]) into probs_, the masked softmax in
+  // place, then head_i = P_i V_i ([Tq, Tk] x [Tk, d_k]) while P_i is still in cache, written
+  // straight into its columns of the concatenation ctx_merged_.
   probs_.resize({B, h, Tq, Tk});
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
-  gemm_strided_batched(false, true, Tq, Tk, dk, scale, q_.data(), dk, Tq * dk, k_.data(), dk, Tk * dk, 0.0f,
-                       probs_.data(), Tk, Tq * Tk, Bh);
-  masked_softmax(mask.key_padding);
-
-  // head_i = P_i V_i ([Tq, Tk] x [Tk, d_k]); concat heads; out_proj.
-  ctx_.resize({B, h, Tq, dk});
-  gemm_strided_batched(false, false, Tq, dk, Tk, 1.0f, probs_.data(), Tk, Tq * Tk, v_.data(), dk, Tk * dk, 0.0f,
-                       ctx_.data(), dk, Tq * dk, Bh);
   ctx_merged_.resize({B, Tq, D});
-  merge_heads(ctx_.data(), B, Tq, h, dk, ctx_merged_.data(), D, 0, false);
+  attend_heads(mask.key_padding);
   Tensor3 y = out_proj.forward(ctx_merged_);
   has_forward_ = true;
   return y;
 }
 
-void MultiheadAttention::masked_softmax(const PaddingMask* key_padding) {
-  const std::size_t B = B_, h = n_heads_, Tq = Tq_, Tk = Tk_;
+MultiheadAttention::HeadMatrix MultiheadAttention::projected(char which) const {
+  const std::size_t D = d_model_, dk = head_dim_, R = proj_rows();
+  const float* pq = proj_q_.data();
+  if (self_) {  // proj_q_ [B·T, R]: q | k | v (shared_qk: qk | v)
+    const std::size_t col = which == 'q' ? 0 : which == 'k' ? (shared_qk_ ? 0 : D) : R - D;
+    return {pq + col, R, Tq_ * R, dk};
+  }
+  if (which == 'q') return {pq, D, Tq_ * D, dk};  // proj_q_ [B·Tq, D]
+  const float* pkv = proj_kv_.data();  // proj_kv_ [B·Tk, 2D]: k | v
+  return {pkv + (which == 'k' ? 0 : D), 2 * D, Tk_ * 2 * D, dk};
+}
+
+MultiheadAttention::HeadMatrix MultiheadAttention::head_input(char which) const {
+  const std::size_t dk = head_dim_, h = n_heads_;
+  if (rope_fwd_ && which == 'q') return {q_.data(), dk, h * Tq_ * dk, Tq_ * dk};
+  if (rope_fwd_ && which == 'k') return {k_.data(), dk, h * Tk_ * dk, Tk_ * dk};
+  return projected(which);
+}
+
+void MultiheadAttention::attend_heads(const PaddingMask* key_padding) {
+  const std::size_t B = B_, h = n_heads_, Tq = Tq_, Tk = Tk_, dk = head_dim_, D = d_model_;
+  const HeadMatrix Q = head_input('q'), K = head_input('k'), V = head_input('v');
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
   std::vector<float> pad_bias(Tk, 0.0f);  // 0 for a visible key, −∞ for a padded one
   for (std::size_t b = 0; b < B; ++b) {
     bool any_pad = false;
@@ -316,9 +327,12 @@ void MultiheadAttention::masked_softmax(const PaddingMask* key_padding) {
       }
     }
     for (std::size_t i = 0; i < h; ++i) {
+      const std::size_t g = b * h + i;
+      float* P = probs_.data() + g * Tq * Tk;
+      gemm(false, true, Tq, Tk, dk, scale, Q.at(b, i), Q.ld, K.at(b, i), K.ld, 0.0f, P, Tk);
       const float slope = alibi_fwd_ ? slopes_(i) : 0.0f;
       for (std::size_t r = 0; r < Tq; ++r) {
-        float* row = probs_.data() + ((b * h + i) * Tq + r) * Tk;
+        float* row = P + r * Tk;
         const std::size_t n = causal_ ? causal_limit(r, Tk, q_off_fwd_, k_off_fwd_) : Tk;
         if (alibi_fwd_) {
           // −m·|pos_q − pos_k|; equal to the causal −m·(pos_q − pos_k) on the visible keys.
@@ -331,6 +345,8 @@ void MultiheadAttention::masked_softmax(const PaddingMask* key_padding) {
         softmax_inplace(row, n);
         std::fill(row + n, row + Tk, 0.0f);  // causally masked keys
       }
+      gemm(false, false, Tq, dk, Tk, 1.0f, P, Tk, V.at(b, i), V.ld, 0.0f, ctx_merged_.data() + b * Tq * D + i * dk,
+           D);
     }
   }
 }
@@ -346,64 +362,84 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
 
   // y = ctx_merged W_Oᵀ + b_O  ->  dctx_merged; out_proj.{weight, bias}.grad added by Linear.
   const Tensor3 dctx_merged = out_proj.backward(dy);
-  dctx_.resize({B, h, Tq, dk});
-  split_heads(dctx_merged.data(), D, 0, B, Tq, h, dk, dctx_.data());
 
-  // head = P V  ->  dP = dhead Vᵀ ([Tq, d_k] x [d_k, Tk]);  dV = Pᵀ dhead ([Tk, Tq] x [Tq, d_k]).
-  dprobs_.resize({B, h, Tq, Tk});
-  dv_.resize({B, h, Tk, dk});
-  gemm_strided_batched(false, true, Tq, Tk, dk, 1.0f, dctx_.data(), dk, Tq * dk, v_.data(), dk, Tk * dk, 0.0f,
-                       dprobs_.data(), Tk, Tq * Tk, Bh);
-  gemm_strided_batched(true, false, Tk, dk, Tq, 1.0f, probs_.data(), Tk, Tq * Tk, dctx_.data(), dk, Tq * dk, 0.0f,
-                       dv_.data(), dk, Tk * dk, Bh);
-
-  // P = softmax(S)  ->  dS = P ⊙ (dP − rowsum(dP ⊙ P)), in place (masked entries: P = 0 -> dS = 0).
-  {
-    const float* P = probs_.data();
-    float* G = dprobs_.data();
-    const std::size_t rows = Bh * Tq;
-    for (std::size_t r = 0; r < rows; ++r) {
-      const float* p = P + r * Tk;
-      float* g = G + r * Tk;
-      const float s = dot(p, g, Tk);
-      for (std::size_t j = 0; j < Tk; ++j) g[j] = p[j] * (g[j] - s);
-    }
-  }
-
-  // S = Q Kᵀ / √d_k  ->  dQ = dS K / √d_k;  dK = dSᵀ Q / √d_k.
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
-  dq_.resize({B, h, Tq, dk});
-  dk_.resize({B, h, Tk, dk});
-  gemm_strided_batched(false, false, Tq, dk, Tk, scale, dprobs_.data(), Tk, Tq * Tk, k_.data(), dk, Tk * dk, 0.0f,
-                       dq_.data(), dk, Tq * dk, Bh);
-  gemm_strided_batched(true, false, Tk, dk, Tq, scale, dprobs_.data(), Tk, Tq * Tk, q_.data(), dk, Tq * dk, 0.0f,
-                       dk_.data(), dk, Tk * dk, Bh);
-  if (rope_fwd_) {  // q̃ = R q  ->  dq = Rᵀ dq̃ (same for k)
-    rope_fwd_->rotate(dq_.data(), Bh, Tq, q_off_fwd_, true);
-    rope_fwd_->rotate(dk_.data(), Bh, Tk, k_off_fwd_, true);
-  }
-
+  // Where the head gradients go: straight into their columns of dproj (the gradient of the
+  // projection output, same layout as proj_q_ / proj_kv_), or, with RoPE, into contiguous
+  // [B, h, T, d_k] blocks that are rotated back (dq = Rᵀ dq̃) and then merged.
   float* Wg = in_proj_weight.grad.data();
   float* bg = in_proj_bias.grad.data();
+  if (self_) {
+    dproj_q_.resize({Nq, R});
+  } else {
+    dproj_q_.resize({Nq, D});
+    dproj_kv_.resize({Nk, 2 * D});
+  }
+  if (rope_fwd_) {
+    dq_.resize({B, h, Tq, dk});
+    dk_.resize({B, h, Tk, dk});
+  }
+  // A head's gradient block: at(b, i) = base + b·stride_b + i·stride_h, rows of stride ld.
+  struct GradMatrix {
+    float* base;
+    std::size_t ld, stride_b, stride_h;
+    float* at(std::size_t b, std::size_t i) const { return base + b * stride_b + i * stride_h; }
+  };
+  // The same offsets as projected(which), in the gradient buffers.
+  const auto in_dproj = [&](char which) -> GradMatrix {
+    const HeadMatrix m = projected(which);
+    const bool q_buffer = self_ || which == 'q';
+    const float* base = q_buffer ? proj_q_.data() : proj_kv_.data();
+    float* dbase = q_buffer ? dproj_q_.data() : dproj_kv_.data();
+    return {dbase + (m.base - base), m.ld, m.stride_b, m.stride_h};
+  };
+  const HeadMatrix Q = head_input('q'), K = head_input('k'), V = head_input('v');
+  const GradMatrix dV = in_dproj('v');
+  const GradMatrix dQ = rope_fwd_ ? GradMatrix{dq_.data(), dk, h * Tq * dk, Tq * dk} : in_dproj('q');
+  const GradMatrix dK = rope_fwd_ ? GradMatrix{dk_.data(), dk, h * Tk * dk, Tk * dk} : in_dproj('k');
+  // Self-attention with W_Q = W_K and no RoPE: dK lands on dQ's columns, dQK = dQ + dK.
+  const float beta_k = self_ && shared_qk_ && !rope_fwd_ ? 1.0f : 0.0f;
+
+  // Per head (b, i), with one [Tq, Tk] scratch for dL/dP, then dL/dS in place:
+  //   head = P V  ->  dP = dhead Vᵀ ([Tq, d_k] x [d_k, Tk]);  dV = Pᵀ dhead ([Tk, Tq] x [Tq, d_k]);
+  //   P = softmax(S)  ->  dS = P ⊙ (dP − rowsum(dP ⊙ P)) (masked entries: P = 0 -> dS = 0);
+  //   S = Q Kᵀ / √d_k  ->  dQ = dS K / √d_k;  dK = dSᵀ Q / √d_k.
+  // dhead is read in place from its columns of dctx_merged [B, Tq, D].
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
+  dprobs_.resize({Tq, Tk});
+  float* G = dprobs_.data();
+  for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t i = 0; i < h; ++i) {
+      const float* P = probs_.data() + (b * h + i) * Tq * Tk;
+      const float* dhead = dctx_merged.data() + b * Tq * D + i * dk;
+      gemm(false, true, Tq, Tk, dk, 1.0f, dhead, D, V.at(b, i), V.ld, 0.0f, G, Tk);
+      gemm(true, false, Tk, dk, Tq, 1.0f, P, Tk, dhead, D, 0.0f, dV.at(b, i), dV.ld);
+      for (std::size_t r = 0; r < Tq; ++r) {
+        const float* p = P + r * Tk;
+        float* gr = G + r * Tk;
+        const float s = dot(p, gr, Tk);
+        for (std::size_t j = 0; j < Tk; ++j) gr[j] = p[j] * (gr[j] - s);
+      }
+      gemm(false, false, Tq, dk, Tk, scale, G, Tk, K.at(b, i), K.ld, 0.0f, dQ.at(b, i), dQ.ld);
+      gemm(true, false, Tk, dk, Tq, scale, G, Tk, Q.at(b, i), Q.ld, beta_k, dK.at(b, i), dK.ld);
+    }
+  }
+  if (rope_fwd_) {  // q̃ = R q  ->  dq = Rᵀ dq̃ (same for k); then into dproj's columns
+    rope_fwd_->rotate(dq_.data(), Bh, Tq, q_off_fwd_, true);
+    rope_fwd_->rotate(dk_.data(), Bh, Tk, k_off_fwd_, true);
+    const GradMatrix pq = in_dproj('q'), pk = in_dproj('k');
+    merge_heads(dq_.data(), B, Tq, h, dk, pq.base, pq.ld, 0, false);
+    merge_heads(dk_.data(), B, Tk, h, dk, pk.base, pk.ld, 0, self_ && shared_qk_);  // shared: dQ + dK
+  }
+
   const float* W = in_proj_weight.value.data();
   Tensor3 dx({B, Tq, D});
   if (self_) {
     // proj = X W_inᵀ + b_in  ->  dW_in += dprojᵀ X;  db_in += Σ_rows dproj;  dX = dproj W_in.
-    dproj_q_.resize({Nq, R});
-    const std::size_t kcol = shared_qk_ ? 0 : D, vcol = R - D;
-    merge_heads(dq_.data(), B, Tq, h, dk, dproj_q_.data(), R, 0, false);
-    merge_heads(dk_.data(), B, Tk, h, dk, dproj_q_.data(), R, kcol, shared_qk_);  // shared: dQK = dQ + dK
-    merge_heads(dv_.data(), B, Tk, h, dk, dproj_q_.data(), R, vcol, false);
     gemm(true, false, R, D, Nq, 1.0f, dproj_q_.data(), R, xq_.data(), D, 1.0f, Wg, D);
     if (has_bias_) add_column_sums(dproj_q_.data(), Nq, R, bg);
     gemm(false, false, Nq, D, R, 1.0f, dproj_q_.data(), R, W, D, 0.0f, dx.data(), D);
   } else {
     const std::size_t r0 = shared_qk_ ? 0 : D;
-    dproj_q_.resize({Nq, D});
-    dproj_kv_.resize({Nk, 2 * D});
-    merge_heads(dq_.data(), B, Tq, h, dk, dproj_q_.data(), D, 0, false);
-    merge_heads(dk_.data(), B, Tk, h, dk, dproj_kv_.data(), 2 * D, 0, false);
-    merge_heads(dv_.data(), B, Tk, h, dk, dproj_kv_.data(), 2 * D, D, false);
     // q = X_q W_Qᵀ + b_Q: rows 0..D-1 of the packed weight.
     gemm(true, false, D, D, Nq, 1.0f, dproj_q_.data(), D, xq_.data(), D, 1.0f, Wg, D);
     // [k | v] = X_kv W_{r0..r0+2D}ᵀ + b: rows r0.. (shared: the qk rows get dQ and dK both).
@@ -443,12 +479,12 @@ double MultiheadAttention::logit_asymmetry() const {
   const std::size_t B = B_, h = n_heads_, T = Tq_, dk = head_dim_;
   if (B * h == 0 || T == 0) return 0.0;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
+  const HeadMatrix Q = head_input('q'), K = head_input('k');
   std::vector<float> S(T * T);
   double total = 0.0;
   for (std::size_t b = 0; b < B; ++b) {
     for (std::size_t i = 0; i < h; ++i) {
-      const std::size_t g = b * h + i;
-      gemm(false, true, T, T, dk, scale, q_.data() + g * T * dk, dk, k_.data() + g * T * dk, dk, 0.0f, S.data(), T);
+      gemm(false, true, T, T, dk, scale, Q.at(b, i), Q.ld, K.at(b, i), K.ld, 0.0f, S.data(), T);
       if (alibi_fwd_) {
         const double m = slopes_(i);
         for (std::size_t r = 0; r < T; ++r)

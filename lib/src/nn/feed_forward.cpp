@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "seqlab/nn/activations.hpp"
+#include "activation_kernels.hpp"
 
 namespace seqlab {
 
@@ -47,22 +47,41 @@ void FeedForward::collect_parameters(const std::string& prefix, std::vector<Name
 Tensor3 FeedForward::forward(const Tensor3& x) {
   check_shape("FeedForward.forward: x", x, {-1, -1, static_cast<long>(d_model_)});
   a_ = linear1.forward(x);                                // a = linear1(x)
-  const Tensor3 h = gelu_ ? gelu(a_) : relu(a_);          // h = act(a)
-  const Tensor3 hd = dropout.forward(h);                  // hd = dropout(h)
+  // h = act(a), into a buffer kept between calls (no [B, T, F] temporary per call).
+  h_.resize(a_.shape());
+  const float* pa = a_.data();
+  float* ph = h_.data();
+  const std::size_t n = a_.size();
+  if (gelu_) {
+    for (std::size_t i = 0; i < n; ++i) ph[i] = detail::gelu1(pa[i]);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) ph[i] = detail::relu1(pa[i]);
+  }
   b_ = x.shape()[0];
   t_ = x.shape()[1];
   cached_ = true;
-  return linear2.forward(hd);                             // y = linear2(hd)
+  // hd = dropout(h); the identity (eval mode or p = 0) is skipped: no copy of h.
+  dropout_active_ = dropout.training() && dropout.p() > 0.0f;
+  if (!dropout_active_) return linear2.forward(h_);       // y = linear2(h)
+  return linear2.forward(dropout.forward(h_));            // y = linear2(hd)
 }
 
 Tensor3 FeedForward::backward(const Tensor3& dy) {
   if (!cached_) throw std::logic_error("FeedForward.backward: called before forward");
   check_shape("FeedForward.backward: dy", dy,
               {static_cast<long>(b_), static_cast<long>(t_), static_cast<long>(d_model_)});
-  const Tensor3 dhd = linear2.backward(dy);                                // y = linear2(hd)
-  const Tensor3 dh = dropout.backward(dhd);                                // hd = dropout(h)
-  const Tensor3 da = gelu_ ? gelu_backward(a_, dh) : relu_backward(a_, dh);  // h = act(a)
-  return linear1.backward(da);                                             // a = linear1(x)
+  Tensor3 dh = linear2.backward(dy);                      // y = linear2(hd)
+  if (dropout_active_) dh = dropout.backward(dh);         // hd = dropout(h)
+  // h = act(a)  ->  da = dh ⊙ act'(a), in place in dh.
+  const float* pa = a_.data();
+  float* pd = dh.data();
+  const std::size_t n = a_.size();
+  if (gelu_) {
+    for (std::size_t i = 0; i < n; ++i) pd[i] = detail::gelu_grad1(pa[i], pd[i]);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) pd[i] = detail::relu_grad1(pa[i], pd[i]);
+  }
+  return linear1.backward(dh);                            // a = linear1(x)
 }
 
 }  // namespace seqlab

@@ -57,13 +57,17 @@ void Linear::backward_rows(const float* dy, std::size_t n, float* dx) {
   // y = x Wᵀ  ->  dW[out, in] += dyᵀ[out, n] · x[n, in]
   gemm(true, false, out_, in_, n, 1.0f, dy, out_, x_.data(), in_, 1.0f, weight.grad.data(), in_);
   // y = ... + b  ->  db[out] += Σ_rows dy
+  // (Row by row into double sums: contiguous reads, the same order of additions per column as a
+  // column walk, so the same result.)
   if (has_bias_) {
-    float* db = bias.grad.data();
-    for (std::size_t j = 0; j < out_; ++j) {
-      double s = 0.0;
-      for (std::size_t i = 0; i < n; ++i) s += dy[i * out_ + j];
-      db[j] += static_cast<float>(s);
+    std::vector<double> s(out_, 0.0);
+    double* ps = s.data();
+    for (std::size_t i = 0; i < n; ++i) {
+      const float* row = dy + i * out_;
+      for (std::size_t j = 0; j < out_; ++j) ps[j] += row[j];
     }
+    float* db = bias.grad.data();
+    for (std::size_t j = 0; j < out_; ++j) db[j] += static_cast<float>(ps[j]);
   }
 }
 

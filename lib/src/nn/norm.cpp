@@ -395,13 +395,8 @@ Tensor3 IdentityNorm::backward(const Tensor3& dy) {
 // ---- factory ------------------------------------------------------------------------------------
 
 std::unique_ptr<Norm> make_norm(const std::string& name, std::size_t d) {
-  if (name == "layer_norm") return std::make_unique<LayerNorm>(d);
-  if (name == "rms_norm") return std::make_unique<RMSNorm>(d);
-  if (name == "batch_norm") return std::make_unique<BatchNorm>(d, false);
-  if (name == "masked_batch_norm") return std::make_unique<BatchNorm>(d, true);
-  if (name == "none") return std::make_unique<IdentityNorm>(d);
-  throw std::invalid_argument("norm = '" + name +
-                              "': allowed layer_norm, batch_norm, masked_batch_norm, rms_norm, none");
+  // By name from the registry (built-ins in lib/src/nn/norm_registry.cpp).
+  return norm_registry().get(name).create(d);
 }
 
 }  // namespace seqlab

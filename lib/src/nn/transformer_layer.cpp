@@ -58,10 +58,8 @@ void TransformerLayerConfig::validate() const {
     throw std::invalid_argument(p + "activation = '" + activation + "'; allowed relu, gelu");
   if (!(dropout >= 0.0f && dropout < 1.0f))
     throw std::invalid_argument(p + "dropout = " + std::to_string(dropout) + "; must be in [0, 1)");
-  if (norm != "layer_norm" && norm != "rms_norm" && norm != "batch_norm" &&
-      norm != "masked_batch_norm" && norm != "none")
-    throw std::invalid_argument(p + "norm = '" + norm +
-                                "'; allowed layer_norm, batch_norm, masked_batch_norm, rms_norm, none");
+  if (!norm_registry().contains(norm))  // the registered norms (nn/norm.hpp)
+    throw std::invalid_argument(p + "norm = '" + norm + "'; allowed " + norm_registry().names_string());
   if (norm_placement != "pre" && norm_placement != "post")
     throw std::invalid_argument(p + "norm_placement = '" + norm_placement + "'; allowed pre, post");
 }

@@ -33,7 +33,9 @@
 //   a post-norm stack ends in two norms in a row (the last layer's norm2/norm3, then the final
 //   norm). This model matches that for both placements (documented difference from
 //   TransformerModel, whose post-norm variant has no final norm). norm = "none": no parameters.
-// - Positional encodings (cfg.positional_encoding), for source and target alike:
+// - Positional encodings (cfg.positional_encoding, a registered name: models/positional_registry.hpp),
+//   one PositionalEncoding per stack (src_positional, tgt_positional; each attached to its stack's
+//   self-attentions), for source and target alike. The built-ins:
 //   sinusoidal: Vaswani et al. §3.5 table added to both embeddings (positions from 0 in each);
 //   learned:    two tables "src_pos_embedding.weight" and "tgt_pos_embedding.weight" [max_len, D]
 //               (separate, as fairseq's / BART's encoder and decoder embed_positions); S and T
@@ -56,6 +58,7 @@
 // Parameter keys (state_dict order; draw order from the rng in brackets):
 //   "embedding.weight" [V, D]                                    [1]  N(0, 1) (nn.Embedding)
 //   "src_pos_embedding.weight", "tgt_pos_embedding.weight"       [4]  learned only, N(0, 1)
+//                                        (any encoding's parameters: "src_pos_embedding.*", ...)
 //   "transformer.encoder.layers.{l}.*"  (TransformerEncoderLayer keys)        [5]
 //   "transformer.encoder.norm.*"        (weight, bias [D] as the norm has them)
 //   "transformer.decoder.layers.{l}.*"  (TransformerDecoderLayer keys with "multihead_attn.*" and
@@ -63,7 +66,7 @@
 //   "transformer.decoder.norm.*"
 //   "head.weight" [O, D], "head.bias" [O]                        [8]  nn.Linear's default
 // Draw order: [1] embedding, [2] rng.next_u64() for the source embedding dropout seed, [3] one for
-// the target's, [4] learned tables (src, then tgt), [5] per encoder layer rng.next_u64() (its
+// the target's, [4] the positional encodings' parameters (src, then tgt; learned tables), [5] per encoder layer rng.next_u64() (its
 // dropout seed) then the layer's draws, [6] the same per decoder layer, [7] as
 // torch.nn.Transformer._reset_parameters: every parameter of "transformer.*" with ≥ 2 dimensions
 // redrawn, in key order, from xavier_uniform U(−a, a), a = √(6 / (fan_in + fan_out)) (so the
@@ -89,7 +92,7 @@
 #include "seqlab/nn/embedding.hpp"
 #include "seqlab/nn/linear.hpp"
 #include "seqlab/nn/norm.hpp"
-#include "seqlab/nn/positional.hpp"
+#include "seqlab/nn/positional_encoding.hpp"
 #include "seqlab/nn/transformer_layer.hpp"
 
 namespace seqlab {
@@ -180,10 +183,9 @@ class EncoderDecoderModel : public SequenceModel {
   // Public layer members (attention probabilities via layers' self_attn / multihead_attn,
   // logit_asymmetry of the self-attentions, BatchNorm statistics via dynamic_cast of the norms).
   Embedding embedding;                                                   // "embedding.*"
-  std::unique_ptr<LearnedPositionalEmbedding> src_pos_embedding;         // learned only
-  std::unique_ptr<LearnedPositionalEmbedding> tgt_pos_embedding;         // learned only
-  std::unique_ptr<SinusoidalEncoding> src_sinusoidal, tgt_sinusoidal;    // sinusoidal only
-  std::unique_ptr<RotaryEmbedding> src_rope, tgt_rope;                   // rope* only
+  /// The encodings of the source and target stacks (always set; "none" is NoPositionalEncoding),
+  /// parameters "src_pos_embedding.*" / "tgt_pos_embedding.*"; dynamic_cast for the concrete class.
+  std::unique_ptr<PositionalEncoding> src_positional, tgt_positional;
   Dropout src_dropout, tgt_dropout;                                      // on embedding + PE
   std::vector<std::unique_ptr<TransformerEncoderLayer>> encoder_layers;  // "transformer.encoder.layers.{l}.*"
   std::unique_ptr<Norm> encoder_norm;                                    // "transformer.encoder.norm.*"

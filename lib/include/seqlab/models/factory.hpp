@@ -14,7 +14,9 @@
 
 namespace seqlab {
 
-/// Builds the model cfg.model names: "rnn", "lstm", "gru" -> RecurrentModel, "tcn" -> TCNModel,
+/// Builds the model cfg.model names with its registry entry's create (models/model_registry.hpp;
+/// a family registered by the program is built the same way). Built-ins:
+/// "rnn", "lstm", "gru" -> RecurrentModel, "tcn" -> TCNModel,
 /// "transformer_encoder", "transformer_decoder" -> TransformerModel,
 /// "transformer_encoder_decoder" -> EncoderDecoderModel (models/encoder_decoder_model.hpp;
 /// dynamic_cast to call forward(src, tgt_in) and greedy_decode),
@@ -22,16 +24,18 @@ namespace seqlab {
 /// invalid cfg (ModelConfig::validate).
 std::unique_ptr<SequenceModel> make_model(const ModelConfig& cfg, Rng& rng);
 
-/// Scalar parameter count of make_model(cfg, ·), computed from the sizes alone:
+/// Scalar parameter count of make_model(cfg, ·), computed from the sizes alone: input layer + the
+/// family's registry entry's body_parameters(cfg) + head. For the built-ins:
 ///   input  embedding V·E | linear projection D·E + E | none
 ///   rnn/lstm/gru, G = 1/4/3:  Σ_k G·H·(in_k + H) + 2·G·H,  in_0 = E, in_k = H
 ///   tcn    Σ_i [C_i·C_{i-1}·k + C_i  +  C_i·C_i·k + C_i  +  (C_{i-1} != C_i ? C_i·C_{i-1} + C_i : 0)
 ///               + (weight_norm ? 2·C_i : 0)]
-///   transformer (D = H, F = d_ff, P = 3, or 2 with shared_qk, n(D) = 2D layer_norm/batch_norm,
-///          D rms_norm, 0 none):  learned ? max_len·D : 0
+///   transformer (D = H, F = d_ff, P = 3, or 2 with shared_qk, n(D) = the norm's registry entry's
+///          num_parameters(D): 2D layer_norm/batch_norm, D rms_norm, 0 none; pe = the positional
+///          encoding's registry entry's num_parameters(cfg): max_len·D learned, 0 the others):  pe
 ///          + L·[P·D·D + P·D + D·D + D + F·D + F + D·F + D + 2·n(D)] + (pre ? n(D) : 0)
 ///   transformer_encoder_decoder (embedding V·D shared by source and target):
-///          learned ? 2·max_len·D : 0
+///          2·pe                                     (one encoding per stack)
 ///          + L·[P·D·D + P·D + D·D + D + F·D + F + D·F + D + 2·n(D)]            encoder layers
 ///          + L·[P·D·D + P·D + D·D + D + 3·D·D + 3·D + D·D + D + F·D + F + D·F + D + 3·n(D)]
 ///                                                   decoder layers (self, cross, feed-forward)
@@ -43,7 +47,8 @@ std::size_t count_parameters(const ModelConfig& cfg);
 /// cfg with hidden_size set to the largest value h >= 1 for which count_parameters <= budget
 /// (the count grows with h, so this is a binary search); for tcn, h is the width of every level.
 /// Transformer families (is_transformer()): d_model varies in steps of m, the smallest multiple
-/// of n_heads that keeps cfg valid (m = 2·n_heads with rope* for an even head size; m = lcm(n_heads,
+/// of n_heads that keeps cfg valid: m = lcm(n_heads, the positional encoding's d_model_multiple)
+/// (models/positional_registry.hpp: m = 2·n_heads with rope* for an even head size; m = lcm(n_heads,
 /// 2) with sinusoidal for an even d_model; n_heads otherwise): the result has hidden_size =
 /// embedding_dim = d_model = k·m for the largest k >= 1 within the budget, and
 ///   d_ff = max(1, round(d_ff_ratio · d_model))  if d_ff_ratio > 0 (e.g. 4, Vaswani et al. §3.3),

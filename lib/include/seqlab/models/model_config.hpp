@@ -47,8 +47,9 @@ class ConfigError : public std::invalid_argument {
   std::string key_, value_, allowed_;
 };
 
-/// Model families the factory builds, in this order: "rnn", "lstm", "gru", "tcn",
-/// "transformer_encoder", "transformer_decoder", "transformer_encoder_decoder".
+/// Model families the factory builds: the names of model_registry() (models/model_registry.hpp),
+/// the built-ins in this order: "rnn", "lstm", "gru", "tcn", "transformer_encoder",
+/// "transformer_decoder", "transformer_encoder_decoder", then families the program registered.
 const std::vector<std::string>& model_names();
 /// "rnn, lstm, gru, tcn, transformer_encoder, transformer_decoder, transformer_encoder_decoder"
 /// (for messages).
@@ -81,15 +82,20 @@ struct ModelConfig {
   std::size_t n_heads = 0;              // h >= 1, hidden_size % n_heads == 0
   std::size_t d_ff = 0;                 // F >= 1, feed-forward inner size
   std::string activation = "relu";      // relu | gelu (feed-forward)
-  std::string norm = "layer_norm";      // layer_norm | rms_norm | batch_norm | masked_batch_norm | none
+  std::string norm = "layer_norm";      // a registered norm (nn/norm.hpp norm_registry()): layer_norm
+                                        // | batch_norm | masked_batch_norm | rms_norm | none
   std::string norm_placement = "post";  // post (Vaswani et al.) | pre (Xiong et al. 2020; GPT-2)
-  std::string positional_encoding = "sinusoidal";  // sinusoidal | learned | rope | rope_pi |
-                                        // rope_ntk | alibi | none (nn/positional.hpp)
+  std::string positional_encoding = "sinusoidal";  // a registered encoding
+                                        // (models/positional_registry.hpp): sinusoidal | learned |
+                                        // rope | rope_pi | rope_ntk | alibi | none
   bool shared_qk = false;               // self-attention with W_Q = W_K
   std::size_t max_len = 0;              // learned only: table rows (>= 1); longer inputs throw
   std::size_t train_len = 0;            // rope_pi / rope_ntk only: L_train (>= 1)
   std::string rope_pairing = "interleaved";  // rope*: interleaved (RoFormer) | halves (GPT-NeoX)
 
+  /// The checks follow the family's registry entry (models/model_registry.hpp): model (a
+  /// registered name), input, [entry.validate_input], the input fields, [entry.validate_body],
+  /// dropout, output_size, head, [entry.validate_head]. For the built-in families:
   /// Throws ConfigError for the first bad field, in the order model, input, vocab_size /
   /// input_size, embedding_dim, padding_idx, hidden_size, num_layers (tcn: at most 30 levels,
   /// dilation 2^i), channels, kernel_size, nonlinearity, dropout, output_size, head. Fields a
@@ -99,20 +105,20 @@ struct ModelConfig {
   /// Transformer families, after num_layers: embedding_dim (body_input_size() must equal
   /// hidden_size; for linear input without projection input_size is named), n_heads (>= 1 and
   /// dividing hidden_size; with rope* also an even head size hidden_size / n_heads), d_ff,
-  /// activation, norm, norm_placement, positional_encoding (its name; sinusoidal needs an even
-  /// hidden_size), rope_pairing (rope*), max_len (learned, >= 1), train_len (rope_pi/ntk, >= 1),
+  /// activation, norm (a registered name), norm_placement, positional_encoding (a registered
+  /// name, then its entry's validate: sinusoidal needs an even hidden_size; rope*: n_heads giving
+  /// an even head size, rope_pairing; learned: max_len >= 1; rope_pi/ntk: train_len >= 1),
   /// then dropout, output_size, head as for every family.
   /// transformer_encoder_decoder additionally: input must be "embedding" (checked right after
   /// input) and head "per_position" (checked last).
   void validate() const;
 
-  bool is_recurrent() const { return model == "rnn" || model == "lstm" || model == "gru"; }
-  /// The transformer families: transformer_encoder, transformer_decoder,
-  /// transformer_encoder_decoder (all validated with the transformer fields).
-  bool is_transformer() const {
-    return model == "transformer_encoder" || model == "transformer_decoder" ||
-           model == "transformer_encoder_decoder";
-  }
+  /// A registered family of ModelFamily::recurrent (rnn, lstm, gru, ...); false for an unknown name.
+  bool is_recurrent() const;
+  /// A registered family of ModelFamily::transformer: transformer_encoder, transformer_decoder,
+  /// transformer_encoder_decoder (all validated with the transformer fields), ...; false for an
+  /// unknown name.
+  bool is_transformer() const;
   bool last_position() const { return head == "last_position"; }
   /// E: the feature width entering the body (embedding_dim, or input_size when a linear input
   /// has no projection).
@@ -122,5 +128,22 @@ struct ModelConfig {
   /// Width of the body's output, which the head reads: H, or the last TCN channel count.
   std::size_t body_output_size() const;
 };
+
+// --- checks for registry entries (their validate hooks; all throw ConfigError) ---------------------
+
+/// key = "0": allowed ">= 1" if v == 0.
+void require_positive(const std::string& key, std::size_t v);
+/// key = "'v'": allowed "one of a, b, ..." unless v is one of `allowed`.
+void require_one_of(const std::string& key, const std::string& v,
+                    const std::vector<std::string>& allowed);
+/// The built-in families' validate_body, in ModelConfig::validate's order (see there):
+/// rnn/lstm/gru: hidden_size, num_layers (rnn's entry adds nonlinearity);
+/// tcn: hidden_size and num_layers (unless channels are given; at most 30 levels), channels,
+/// kernel_size;
+/// transformers: hidden_size, num_layers, embedding_dim = hidden_size, n_heads, d_ff, activation,
+/// norm, norm_placement, positional_encoding and its entry's validate.
+void validate_recurrent_fields(const ModelConfig& cfg);
+void validate_tcn_fields(const ModelConfig& cfg);
+void validate_transformer_fields(const ModelConfig& cfg);
 
 }  // namespace seqlab

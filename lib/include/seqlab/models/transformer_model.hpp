@@ -7,9 +7,11 @@
 // hd = D / h head size, F d_ff, L num_layers (n_layers), O output_size.
 //
 // Body (u [B, T, D] -> y [B, T, D]):
-//   z_0 = dropout(u + PE)          PE: sinusoidal (Vaswani et al. 2017 §3.5) or learned table
-//                                  ("<model>.pos_embedding.weight" [max_len, D]); for rope,
-//                                  rope_pi, rope_ntk, alibi and none nothing is added
+//   z_0 = dropout(PE(u))           PE: the registered encoding cfg.positional_encoding names
+//                                  (models/positional_registry.hpp, nn/positional_encoding.hpp):
+//                                  sinusoidal (Vaswani et al. 2017 §3.5) or learned table
+//                                  ("<model>.pos_embedding.weight" [max_len, D]) add to u; for
+//                                  rope, rope_pi, rope_ntk, alibi and none PE(u) = u
 //   z_l = layer_l(z_{l-1})         TransformerEncoderLayer (nn/transformer_layer.hpp), keys
 //                                  "<model>.layers.{l}.*"; encoder: bidirectional self-attention;
 //                                  decoder: causal mask (decoder-only / GPT block, Radford et al.
@@ -17,14 +19,16 @@
 //                                  TransformerDecoderLayer(cross_attention = false)
 //   y = norm(z_L)                  pre-norm only ("<model>.norm.*"), as GPT-2's ln_f and
 //                                  torch.nn.TransformerEncoder(norm=LayerNorm); post-norm: y = z_L
-// RoPE variants: one RotaryEmbedding(head_dim = hd, pairing = rope_pairing, scaling by name,
-// train_len) set on every layer's self_attn; the context length is set to T at every forward
-// (rope_pi / rope_ntk scale only beyond train_len). ALiBi: set_alibi(true) on every self_attn.
+// The encoding is attached to every layer's self_attn (PositionalEncoding::attach): RoPE variants
+// set one RotaryEmbedding(head_dim = hd, pairing = rope_pairing, scaling by name, train_len) on
+// every self_attn, ALiBi set_alibi(true); set_context_length(T) at every forward (rope_pi /
+// rope_ntk scale only beyond train_len).
 // Key padding: set_padding(mask) makes every later forward use it as the self-attention's
 // key_padding_mask [B, T] (1 = padded) and hands it to the norms (masked_batch_norm).
 //
-// Draw order from the rng: input layer, the embedding dropout seed (rng.next_u64()), learned
-// positional table (if any), layer 0..L-1 (each after one rng.next_u64() for its dropout seed), head.
+// Draw order from the rng: input layer, the embedding dropout seed (rng.next_u64()), the positional
+// encoding's parameters (learned: its table; the built-ins other than learned draw nothing),
+// layer 0..L-1 (each after one rng.next_u64() for its dropout seed), head.
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -33,7 +37,7 @@
 #include "seqlab/models/sequence_model.hpp"
 #include "seqlab/nn/dropout.hpp"
 #include "seqlab/nn/norm.hpp"
-#include "seqlab/nn/positional.hpp"
+#include "seqlab/nn/positional_encoding.hpp"
 #include "seqlab/nn/transformer_layer.hpp"
 
 namespace seqlab {
@@ -59,15 +63,16 @@ class TransformerModel : public InputBodyHeadModel {
   std::size_t num_layers() const { return layers.size(); }
 
   std::vector<std::unique_ptr<TransformerEncoderLayer>> layers;  // "layers.{l}.*"
-  std::unique_ptr<LearnedPositionalEmbedding> pos_embedding;     // "pos_embedding.*" (learned)
-  std::unique_ptr<SinusoidalEncoding> sinusoidal;                // sinusoidal only
-  std::unique_ptr<RotaryEmbedding> rope;                         // rope* only
+  /// The encoding cfg.positional_encoding names (always set; "none" is NoPositionalEncoding).
+  /// Its parameters are "pos_embedding.*" (learned: "pos_embedding.weight" [max_len, D]); the
+  /// concrete class is reachable by dynamic_cast (e.g. RotaryPositionalEncoding::rotary()).
+  std::unique_ptr<PositionalEncoding> positional;
   std::unique_ptr<Norm> final_norm;                              // "norm.*" (pre-norm only)
   Dropout emb_dropout;                                           // on u + PE
 
  protected:
-  /// u [B, T, D] -> y [B, T, D]. Throws ShapeError naming max_len for learned positions with
-  /// T > max_len, ShapeError if the padding mask is not [B, T].
+  /// u [B, T, D] -> y [B, T, D]. Throws ShapeError naming max_len if T exceeds the encoding's
+  /// max_positions() (learned positions: T > max_len), ShapeError if the padding mask is not [B, T].
   Tensor3 body_forward(const Tensor3& u) override;
   /// step_norms [L, T]: ‖∂L/∂z_l[:, t]‖_F of every layer output z_l (before the final norm).
   Tensor3 body_backward(const Tensor3& dh, Tensor2& step_norms) override;
@@ -80,8 +85,9 @@ class TransformerModel : public InputBodyHeadModel {
   const PaddingMask* used_padding_ = nullptr;  // of the last forward
 };
 
-/// Scalar parameter count of a transformer body (positional table, layers, final norm) from the
-/// sizes alone (formula in factory.hpp's count_parameters). cfg must be valid.
+/// Scalar parameter count of a transformer body (positional encoding's parameters from its registry
+/// entry, layers, final norm) from the sizes alone (formula in factory.hpp's count_parameters).
+/// cfg must be valid.
 std::size_t transformer_body_parameters(const ModelConfig& cfg);
 
 }  // namespace seqlab

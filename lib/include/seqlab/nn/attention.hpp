@@ -22,9 +22,10 @@
 //
 // Implementation: the Q/K/V projection is one GEMM over the [B·T, D] rows (self-attention) or two
 // (cross: q from the query rows, k and v from the key_value rows); heads are split into contiguous
-// [B, h, T, d_k] blocks by one copy; scores, context and all their gradients are strided batched
-// GEMMs over the B·h heads; the softmax (with masks and ALiBi) and its backward are one pass per
-// row. Buffers are kept between calls and reallocated only when shapes change; every forward
+// [B, h, T, d_k] blocks by one copy; scores, context and all their gradients are GEMMs per head,
+// run one head at a time (scores, softmax, context; in backward dP, dV, softmax backward, dQ, dK)
+// so that the head's [Tq, Tk] block is reused while in cache and dL/dP needs one [Tq, Tk] scratch,
+// not [B, h, Tq, Tk]; the softmax (with masks and ALiBi) and its backward are one pass per row. Buffers are kept between calls and reallocated only when shapes change; every forward
 // overwrites the caches completely, so repeated forwards (gradient checks) do not interfere.
 #include <cstddef>
 #include <string>
@@ -137,7 +138,19 @@ class MultiheadAttention : public Module {
   Tensor3 run_forward(const Tensor3& query, const Tensor3* key_value, const AttentionMask& mask);
   void check_parameters() const;
   /// Masked (+ALiBi) softmax over the rows of probs_ (holding the scaled scores) in place.
-  void masked_softmax(const PaddingMask* key_padding);
+  // Scores, masked softmax and context of every head, one head at a time (probs_, ctx_merged_).
+  void attend_heads(const PaddingMask* key_padding);
+  // Head (b, i) of a [B·T, ·] projection read in place: at(b, i) = base + b·stride_b +
+  // i·stride_h, rows of stride ld.
+  struct HeadMatrix {
+    const float* base;
+    std::size_t ld, stride_b, stride_h;
+    const float* at(std::size_t b, std::size_t i) const { return base + b * stride_b + i * stride_h; }
+  };
+  // 'q', 'k' or 'v' of the last forward in its projection buffer (proj_q_ / proj_kv_).
+  HeadMatrix projected(char which) const;
+  // What the scores and context read: projected(), or the rotated copies q_, k_ under RoPE.
+  HeadMatrix head_input(char which) const;
   /// Rows of in_proj_weight: 3D, or 2D with shared_qk.
   std::size_t proj_rows() const { return (shared_qk_ ? 2 : 3) * d_model_; }
 
@@ -160,16 +173,14 @@ class MultiheadAttention : public Module {
   Tensor2 xkv_;      // [B·Tk, D] copy of key_value (cross only)
   Tensor2 proj_q_;   // self: [B·T, 3D] (shared_qk: 2D) q|k|v rows; cross: [B·Tq, D] q rows
   Tensor2 proj_kv_;  // cross: [B·Tk, 2D] k|v rows
-  Tensor4 q_, k_, v_;  // [B, h, Tq, d_k], [B, h, Tk, d_k] x2: heads after RoPE
+  Tensor4 q_, k_;      // RoPE only: [B, h, Tq, d_k], [B, h, Tk, d_k] heads after the rotation
   Tensor4 probs_;      // [B, h, Tq, Tk] attention probabilities
-  Tensor4 ctx_;        // [B, h, Tq, d_k] context per head
   Tensor3 ctx_merged_; // [B, Tq, D] concatenated heads (out_proj's input)
 
   // Backward state.
   bool has_kv_grad_ = false;
-  Tensor4 dprobs_;            // [B, h, Tq, Tk] dL/dP, then dL/dS in place
-  Tensor4 dq_, dk_, dv_;      // gradients of the heads
-  Tensor4 dctx_;              // [B, h, Tq, d_k]
+  Tensor2 dprobs_;            // [Tq, Tk] scratch of the head being run: dL/dP, then dL/dS in place
+  Tensor4 dq_, dk_;           // RoPE only: gradients of the rotated heads, [B, h, T, d_k]
   Tensor2 dproj_q_, dproj_kv_;  // same layouts as proj_q_, proj_kv_
   Tensor3 dkv_;               // [B, Tk, D] dL/dkey_value (cross)
 };

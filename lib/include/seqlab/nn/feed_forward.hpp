@@ -62,6 +62,8 @@ class FeedForward : public Module {
   std::string activation_;
   bool gelu_;
   Tensor3 a_;  // [B, T, F] linear1 output
+  Tensor3 h_;  // [B, T, F] act(a_), linear2's input when the dropout is the identity
+  bool dropout_active_ = false;  // the last forward applied the inner dropout (training, p > 0)
   std::size_t b_ = 0, t_ = 0;
   bool cached_ = false;
 };

@@ -18,10 +18,12 @@
 // accumulated in double, stored in float.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "seqlab/core/registry.hpp"
 #include "seqlab/core/tensor.hpp"
 #include "seqlab/nn/parameter.hpp"
 
@@ -221,11 +223,32 @@ class IdentityNorm : public Norm {
   bool cached_ = false;
 };
 
-/// Builds a norm of feature size d with default hyperparameters by name: "layer_norm"
-/// (LayerNorm), "rms_norm" (RMSNorm), "batch_norm" (BatchNorm, masked = false),
-/// "masked_batch_norm" (BatchNorm, masked = true), "none" (IdentityNorm).
-/// Throws std::invalid_argument "norm = '<name>': allowed layer_norm, batch_norm,
-/// masked_batch_norm, rms_norm, none" for any other name, and as the constructors for d = 0.
+/// A registered norm (norm_registry()): how to build it and count its parameters by name.
+struct NormEntry {
+  /// One line for --help and docs (the formula's source).
+  std::string description;
+  /// A norm of feature size d with default hyperparameters (throws as its constructor for d = 0).
+  std::function<std::unique_ptr<Norm>(std::size_t d)> create;
+  /// Scalar parameters of create(d) (count_parameters), e.g. 2·d for LayerNorm's γ and β.
+  std::function<std::size_t(std::size_t d)> num_parameters;
+};
+
+/// The norms by name (core/registry.hpp), built on first use with the built-ins in this order:
+/// "layer_norm" (LayerNorm), "batch_norm" (BatchNorm, masked = false), "masked_batch_norm"
+/// (BatchNorm, masked = true), "rms_norm" (RMSNorm), "none" (IdentityNorm)
+/// (lib/src/nn/norm_registry.cpp). A norm defined in an executable registers with
+/// SEQLAB_REGISTER(seqlab::norm_registry(), "name", NormEntry{...}); it then works everywhere a
+/// norm is chosen by name (TransformerLayerConfig::norm, ModelConfig::norm).
+Registry<NormEntry>& norm_registry();
+/// norm_registry().names(): the registered names (for --help choices and messages).
+const std::vector<std::string>& norm_names();
+
+/// Builds a registered norm of feature size d by name (norm_registry().get(name).create(d)):
+/// "layer_norm" (LayerNorm), "rms_norm" (RMSNorm), "batch_norm" (BatchNorm, masked = false),
+/// "masked_batch_norm" (BatchNorm, masked = true), "none" (IdentityNorm), or a norm registered
+/// by the program. Throws UnknownNameError (a std::invalid_argument) "norm = '<name>': allowed
+/// layer_norm, batch_norm, masked_batch_norm, rms_norm, none[, registered...]" for any other
+/// name, and as the constructors for d = 0.
 std::unique_ptr<Norm> make_norm(const std::string& name, std::size_t d);
 
 }  // namespace seqlab

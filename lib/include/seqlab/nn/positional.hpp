@@ -12,6 +12,13 @@
 // of attention heads, rows = B·n_heads, T_q / T_k query / key lengths. Positions are 0-based.
 // Angles are in radians and computed in double (position × inverse frequency, never accumulated),
 // then rounded to float once.
+//
+// The models use every encoding through the PositionalEncoding interface (nn/positional_encoding.hpp)
+// and build it by name from the registry (models/positional_registry.hpp): SinusoidalEncoding and
+// LearnedPositionalEmbedding are added to the input; RotaryPositionalEncoding (rope, rope_pi,
+// rope_ntk), AlibiPositionalEncoding and NoPositionalEncoding act inside attention or not at all.
+// PositionalEncodingKind and parse_positional_encoding name the built-in kinds only (analyses of
+// the built-in formulas use them); the list of what a model accepts is the registry's.
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -21,6 +28,7 @@
 #include "seqlab/core/rng.hpp"
 #include "seqlab/core/tensor.hpp"
 #include "seqlab/nn/parameter.hpp"
+#include "seqlab/nn/positional_encoding.hpp"
 
 namespace seqlab {
 
@@ -52,17 +60,17 @@ Tensor2 sinusoidal_table(std::size_t len, std::size_t d_model, bool interleaved 
 
 /// y = x + PE[pos_offset + t] (no parameters; the √D scaling of the embeddings, §3.4, and dropout
 /// are the model's business).
-class SinusoidalEncoding : public Module {
+class SinusoidalEncoding : public PositionalEncoding {
  public:
   /// Throws std::invalid_argument if d_model is 0 or odd.
   explicit SinusoidalEncoding(std::size_t d_model, bool interleaved = true);
 
   /// x [B, T, D] -> y [B, T, D] = x + sinusoidal_table(T, D, interleaved, pos_offset) broadcast over B.
   /// Throws ShapeError if x is not [*, *, D]. Caches the table for the last (T, pos_offset).
-  Tensor3 forward(const Tensor3& x, std::size_t pos_offset = 0);
+  Tensor3 forward(const Tensor3& x, std::size_t pos_offset = 0) override;
   /// dy [B, T, D] -> dx = dy (the encoding is a constant). Throws ShapeError if dy is not the shape
   /// of the last forward's x, std::logic_error if forward has not run.
-  Tensor3 backward(const Tensor3& dy);
+  Tensor3 backward(const Tensor3& dy) override;
 
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
 
@@ -81,7 +89,7 @@ class SinusoidalEncoding : public Module {
 // --- learned --------------------------------------------------------------------------------------
 
 /// Learned absolute positions: y = x + weight[pos_offset + t].
-class LearnedPositionalEmbedding : public Module {
+class LearnedPositionalEmbedding : public PositionalEncoding {
  public:
   /// "weight" [max_len, D] drawn from N(0, 1) row-major (torch.nn.Embedding's default init).
   /// Throws std::invalid_argument if max_len or d_model is 0.
@@ -90,13 +98,15 @@ class LearnedPositionalEmbedding : public Module {
   /// x [B, T, D] -> y [B, T, D] = x + weight[pos_offset + t] broadcast over B. Throws
   /// std::out_of_range naming max_len and the needed length when pos_offset + T > max_len (no silent
   /// clamp); ShapeError if x is not [*, *, D] or `weight` was given a shape other than [max_len, D].
-  Tensor3 forward(const Tensor3& x, std::size_t pos_offset = 0);
+  Tensor3 forward(const Tensor3& x, std::size_t pos_offset = 0) override;
   /// dy [B, T, D]: weight.grad[pos_offset + t] += Σ_b dy[b, t]; returns dx = dy. Throws ShapeError if
   /// dy is not the shape of the last forward's x, std::logic_error if forward has not run.
-  Tensor3 backward(const Tensor3& dy);
+  Tensor3 backward(const Tensor3& dy) override;
 
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
 
+  /// max_len: the models reject longer sequences (ShapeError naming max_len) before forward.
+  std::size_t max_positions() const override { return max_len_; }
   std::size_t max_len() const { return max_len_; }
   std::size_t d_model() const { return d_model_; }
 
@@ -210,5 +220,39 @@ Tensor2 alibi_bias(double slope, std::size_t T_q, std::size_t T_k, bool causal,
 /// scores [B, n_heads, T_q, T_k] += alibi_bias(slopes[h], T_q, T_k, causal, q_offset) for each head h.
 /// Throws ShapeError if slopes is not [n_heads].
 void add_alibi_bias(Tensor4& scores, const Tensor1& slopes, bool causal, std::size_t q_offset = 0);
+
+// --- the attention-side encodings as PositionalEncodings (lib/src/nn/positional_encoding.cpp) -----
+
+/// RoPE as a model's positional encoding ("rope", "rope_pi", "rope_ntk"): owns one RotaryEmbedding
+/// that attach() hands to every self-attention (MultiheadAttention::set_rope, which rotates q and k
+/// of every head after the projection, and dq, dk back in backward); set_context_length(T) sets its
+/// context length for the pi / ntk scaling. Adds nothing to the input (forward: y = x); no
+/// parameters. Throws as RotaryEmbedding's constructor; attach throws std::invalid_argument if the
+/// attention's head_dim is not cfg.head_dim.
+class RotaryPositionalEncoding : public PositionalEncoding {
+ public:
+  explicit RotaryPositionalEncoding(const RopeConfig& cfg);
+  void attach(MultiheadAttention& self_attn) override;
+  void set_context_length(std::size_t len) override;
+  const RotaryEmbedding& rotary() const { return rope_; }
+
+ private:
+  RotaryEmbedding rope_;
+};
+
+/// ALiBi as a model's positional encoding ("alibi"): attach() switches on MultiheadAttention's
+/// ALiBi bias (slopes alibi_slopes(n_heads); causal −m·(i − j) under a causal mask, −m·|i − j|
+/// otherwise). Adds nothing to the input; no parameters.
+class AlibiPositionalEncoding : public PositionalEncoding {
+ public:
+  AlibiPositionalEncoding() = default;
+  void attach(MultiheadAttention& self_attn) override;
+};
+
+/// No position information ("none"): every hook is the neutral default.
+class NoPositionalEncoding : public PositionalEncoding {
+ public:
+  NoPositionalEncoding() = default;
+};
 
 }  // namespace seqlab

@@ -1,0 +1,149 @@
+#pragma once
+// Task: the one interface through which a generic experiment uses any synthetic task, and the task
+// registry that builds tasks by name with named parameters (core/registry.hpp). The task classes
+// (copy_memory.hpp, mqar.hpp, ...) keep their own richer APIs (distances, layouts, baselines); the
+// registry wraps each in this common form so that `--task=NAME` needs no code per task.
+//
+// A batch (TaskBatch) is what a SequenceModel consumes and a loss scores:
+//   input "embedding":  tokens [B, T] int32 ids in [0, vocab_size)
+//   input "linear":     features [B, T, input_size] float
+//   target "classes":   targets [B, T] (head per_position) or [B, 1] (head last_position) class ids
+//                       in [0, output_size), kIgnoreTarget (-100, CrossEntropyLoss's
+//                       ignore_index) at positions that are not scored
+//   target "values":    values [B, T or 1, output_size] regression targets (MSE)
+//   padded tasks:       padding [B, T], 1 = padded (TransformerModel::set_padding); else empty
+// apply_task_spec(spec, cfg) sets the ModelConfig fields that must match (input, vocab_size,
+// input_size, output_size, head).
+//
+// Built-in tasks, in this order (lib/src/tasks/task_registry.cpp), parameters with defaults:
+//   copy_memory     T=50 n_memorize=10 n_symbols=8       CopyMemoryTask (Bai et al. 2018 sec. 4)
+//   adding          seq_len=50                            AddingProblem (values, last_position)
+//   mqar            seq_len=64 n_pairs=8 n_queries=8 n_keys=16 n_values=16
+//                                                         MultiQueryAssociativeRecall (Zoology)
+//   distance_probe  seq_len=32 n_symbols=8 n_fillers=8 min_distance=1 max_distance=0
+//   induction_copy  prefix_len=16 copy_len=8 vocab_size=32
+//   markov_lm       seq_len=64 vocab_size=16 order=2 branching=2 grammar_seed=1
+//   previous_token  seq_len=32 vocab_size=16 lag=1
+//   repeat_copy     min_len=9 max_len=17 alphabet=8       padded
+//   majority        seq_len=32 pad_fraction=0.25 n_classes=4 n_noise=4 min_len=4
+//                                                         padded, last_position
+//   reverse         length=8 n_symbols=8                  ReverseTask::prefix_lm layout [B, 2n]
+//   char_lm         text_file=(required) test_fraction=0.1 min_len=32 max_len=64 split=train
+//                                                         CharCorpus windows, padded
+//
+// Adding a task (README "Extending seqlab"): the task class (tasks/<name>.hpp + .cpp, a
+// deterministic sample(batch, rng)), and one registration line that wraps it:
+//   SEQLAB_REGISTER(seqlab::task_registry(), "my_task", seqlab::TaskEntry{"what it tests",
+//       {{"seq_len", "32", "tokens"}},
+//       [](const seqlab::TaskParams& p) { ...; return seqlab::make_task_from(spec, sampler); }});
+// in a .cpp of your executable, or `r.add(...)` in register_builtin_tasks for a library task.
+#include <cstddef>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "seqlab/core/registry.hpp"
+#include "seqlab/core/rng.hpp"
+#include "seqlab/core/tensor.hpp"
+#include "seqlab/models/model_config.hpp"
+
+namespace seqlab {
+
+/// What a task's batches look like (file comment).
+struct TaskSpec {
+  std::string input = "embedding";    // "embedding" (tokens) | "linear" (features)
+  std::size_t vocab_size = 0;         // V: token ids in [0, V) (embedding input)
+  std::size_t input_size = 0;         // features per step (linear input)
+  std::size_t seq_len = 0;            // T: the width of every batch
+  std::string target = "classes";     // "classes" (cross-entropy) | "values" (MSE)
+  std::size_t output_size = 0;        // classes, or values per scored position
+  std::string head = "per_position";  // "per_position" (targets [B, T]) | "last_position" ([B, 1])
+  bool padded = false;                // batches carry a padding mask
+  /// The baseline each task documents: the best predictor that ignores what the task tests
+  /// (e.g. guessing the recalled symbol), on the scored positions: its mean loss (nats per scored
+  /// target, or MSE) and accuracy (NaN where the task defines none, e.g. regression).
+  double baseline_loss = std::numeric_limits<double>::quiet_NaN();
+  double baseline_accuracy = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// One batch (file comment); the parts a task does not use are empty (size 0).
+struct TaskBatch {
+  IndexTensor2 tokens;    // [B, T]             input "embedding"
+  Tensor3 features;       // [B, T, D]          input "linear"
+  IndexTensor2 targets;   // [B, T] or [B, 1]   target "classes" (kIgnoreTarget: not scored)
+  Tensor3 values;         // [B, T or 1, O]     target "values"
+  PaddingMask padding;    // [B, T] 1 = padded  padded tasks
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual TaskSpec spec() const = 0;
+  /// `batch` (>= 1) examples, deterministic given the rng state (the same on every platform).
+  /// Throws std::invalid_argument for batch = 0.
+  virtual TaskBatch sample(std::size_t batch, Rng& rng) const = 0;
+};
+
+/// A Task from its spec and a sampling function (what the built-in entries wrap their task
+/// classes with). Throws std::invalid_argument if `sample` is empty.
+std::unique_ptr<Task> make_task_from(TaskSpec spec,
+                                     std::function<TaskBatch(std::size_t batch, Rng& rng)> sample);
+
+/// Sets cfg.input, vocab_size (embedding) or input_size (linear), output_size and head from spec.
+void apply_task_spec(const TaskSpec& spec, ModelConfig& cfg);
+
+/// A task's parameter: key, default value as text ("" = required), and one line of help with the
+/// unit ("tokens", "1", ...).
+struct TaskParameter {
+  std::string name;
+  std::string default_value;
+  std::string help;
+};
+
+/// Parameter values as text (from a config file or --key=value), read with typed accessors that
+/// throw ConfigError (models/model_config.hpp) naming the key, the value and what is allowed.
+class TaskParams {
+ public:
+  TaskParams() = default;
+  explicit TaskParams(std::map<std::string, std::string> values) : values_(std::move(values)) {}
+  void set(const std::string& key, std::string value) { values_[key] = std::move(value); }
+  bool has(const std::string& key) const { return values_.count(key) != 0; }
+  /// The text of `key`. Throws ConfigError(key, "''", "a value (required)") if it is not set or
+  /// empty.
+  const std::string& get_string(const std::string& key) const;
+  /// An integer in [-2^31, 2^31) (the task constructors take int). Throws ConfigError otherwise.
+  int get_int(const std::string& key) const;
+  /// A finite real. Throws ConfigError otherwise.
+  double get_real(const std::string& key) const;
+  const std::map<std::string, std::string>& values() const { return values_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+struct TaskEntry {
+  /// One line for --help and docs (what the task tests, its source).
+  std::string description;
+  /// Every parameter the task takes, in the order --help lists them.
+  std::vector<TaskParameter> parameters;
+  /// The task from complete parameters (every declared key set: make_task fills the defaults).
+  /// Throws ConfigError (TaskParams' accessors) or std::invalid_argument (the task's constructor,
+  /// naming the argument).
+  std::function<std::unique_ptr<Task>(const TaskParams& params)> create;
+};
+
+/// The registry, built on first use with the built-ins (file comment).
+Registry<TaskEntry>& task_registry();
+/// task_registry().names(): for --help choices (OptionSpec::one_of) and messages.
+const std::vector<std::string>& task_names();
+
+/// The task `name` with `params` over its defaults. Throws ConfigError: key "task" for an
+/// unregistered name (allowed: one of the registered names), a key that is not a parameter of
+/// the task (allowed: its parameters), a missing required or malformed value; and what the
+/// entry's create throws.
+std::unique_ptr<Task> make_task(const std::string& name, const TaskParams& params = {});
+
+}  // namespace seqlab

@@ -1,0 +1,340 @@
+// The task registry, the common Task form and the built-in tasks' wrappers (tasks/task.hpp). The
+// built-ins are registered in this file, which defines the registry function every lookup calls,
+// so the static library always links them (core/registry.hpp).
+#include "seqlab/tasks/task.hpp"
+
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <utility>
+
+#include "seqlab/tasks/adding_problem.hpp"
+#include "seqlab/tasks/char_lm.hpp"
+#include "seqlab/tasks/copy_memory.hpp"
+#include "seqlab/tasks/distance_probe.hpp"
+#include "seqlab/tasks/induction_copy.hpp"
+#include "seqlab/tasks/majority.hpp"
+#include "seqlab/tasks/markov_lm.hpp"
+#include "seqlab/tasks/mqar.hpp"
+#include "seqlab/tasks/previous_token.hpp"
+#include "seqlab/tasks/repeat_copy.hpp"
+#include "seqlab/tasks/reverse.hpp"
+
+namespace seqlab {
+
+// --- Task from a function, apply_task_spec ---------------------------------------------------------
+
+namespace {
+
+class FunctionTask : public Task {
+ public:
+  FunctionTask(TaskSpec spec, std::function<TaskBatch(std::size_t, Rng&)> sample)
+      : spec_(std::move(spec)), sample_(std::move(sample)) {}
+  TaskSpec spec() const override { return spec_; }
+  TaskBatch sample(std::size_t batch, Rng& rng) const override {
+    if (batch == 0) throw std::invalid_argument("Task.sample: batch = 0; must be >= 1");
+    return sample_(batch, rng);
+  }
+
+ private:
+  TaskSpec spec_;
+  std::function<TaskBatch(std::size_t, Rng&)> sample_;
+};
+
+}  // namespace
+
+std::unique_ptr<Task> make_task_from(TaskSpec spec,
+                                     std::function<TaskBatch(std::size_t batch, Rng& rng)> sample) {
+  if (!sample) throw std::invalid_argument("make_task_from: sample is empty");
+  return std::make_unique<FunctionTask>(std::move(spec), std::move(sample));
+}
+
+void apply_task_spec(const TaskSpec& spec, ModelConfig& cfg) {
+  cfg.input = spec.input;
+  if (spec.input == "embedding") cfg.vocab_size = spec.vocab_size;
+  else cfg.input_size = spec.input_size;
+  cfg.output_size = spec.output_size;
+  cfg.head = spec.head;
+}
+
+// --- parameters -------------------------------------------------------------------------------------
+
+const std::string& TaskParams::get_string(const std::string& key) const {
+  const auto it = values_.find(key);
+  if (it == values_.end() || it->second.empty()) throw ConfigError(key, "''", "a value (required)");
+  return it->second;
+}
+
+int TaskParams::get_int(const std::string& key) const {
+  const std::string& text = get_string(key);
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0' || v < INT_MIN || v > INT_MAX)
+    throw ConfigError(key, "'" + text + "'", "an integer in [-2147483648, 2147483647]");
+  return static_cast<int>(v);
+}
+
+double TaskParams::get_real(const std::string& key) const {
+  const std::string& text = get_string(key);
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (errno != 0 || end == text.c_str() || *end != '\0' || !std::isfinite(v))
+    throw ConfigError(key, "'" + text + "'", "a finite real");
+  return v;
+}
+
+// --- built-in tasks ---------------------------------------------------------------------------------
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+TaskBatch from_tokens(TokenBatch b) {
+  TaskBatch out;
+  out.tokens = std::move(b.inputs);
+  out.targets = std::move(b.targets);
+  return out;
+}
+
+TaskBatch from_padded(PaddedTokenBatch b) {
+  TaskBatch out;
+  out.tokens = std::move(b.inputs);
+  out.targets = std::move(b.targets);
+  out.padding = std::move(b.padding);
+  return out;
+}
+
+TaskSpec token_spec(int vocab, int seq_len, double loss, double accuracy, int output = -1) {
+  TaskSpec s;
+  s.vocab_size = static_cast<std::size_t>(vocab);
+  s.seq_len = static_cast<std::size_t>(seq_len);
+  s.output_size = static_cast<std::size_t>(output < 0 ? vocab : output);
+  s.baseline_loss = loss;
+  s.baseline_accuracy = accuracy;
+  return s;
+}
+
+// Wraps a task object whose sample(batch, rng) returns TokenBatch or PaddedTokenBatch.
+template <class T, class Convert>
+std::unique_ptr<Task> wrap(std::shared_ptr<const T> task, TaskSpec spec, Convert convert) {
+  return make_task_from(std::move(spec), [task, convert](std::size_t batch, Rng& rng) {
+    return convert(task->sample(batch, rng));
+  });
+}
+
+// Order = the order of messages and --help choices.
+void register_builtin_tasks(Registry<TaskEntry>& r) {
+  r.add("copy_memory",
+        {"copy memory (Bai et al. 2018 sec. 4): recall n_memorize symbols after T blanks; every "
+         "position scored",
+         {{"T", "50", "steps: blank length"},
+          {"n_memorize", "10", "symbols to recall"},
+          {"n_symbols", "8", "alphabet size"}},
+         [](const TaskParams& p) {
+           auto t = std::make_shared<const CopyMemoryTask>(p.get_int("T"), p.get_int("n_memorize"),
+                                                           p.get_int("n_symbols"));
+           // Memoryless predictor: exact on the T + n_memorize blank targets, guesses the recall.
+           const double acc = (t->recall_start() + t->n_memorize() * t->chance_recall_accuracy()) /
+                              double(t->seq_len());
+           return wrap(t, token_spec(t->vocab_size(), t->seq_len(), t->memoryless_loss(), acc),
+                       from_tokens);
+         }});
+  r.add("adding",
+        {"adding problem (Bai et al. 2018 sec. 4): sum of the two marked values, MSE at the last "
+         "step",
+         {{"seq_len", "50", "steps"}},
+         [](const TaskParams& p) {
+           auto t = std::make_shared<const AddingProblem>(p.get_int("seq_len"));
+           TaskSpec s;
+           s.input = "linear";
+           s.input_size = static_cast<std::size_t>(AddingProblem::input_size());
+           s.seq_len = static_cast<std::size_t>(t->seq_len());
+           s.target = "values";
+           s.output_size = 1;
+           s.head = "last_position";
+           s.baseline_loss = t->markerless_mse();
+           s.baseline_accuracy = kNaN;
+           return wrap(t, s, [](AddingBatch b) {
+             TaskBatch out;
+             out.features = std::move(b.inputs);
+             out.values = Tensor3::from_shape({b.targets.shape()[0], 1, 1});
+             for (std::size_t i = 0; i < b.targets.shape()[0]; ++i) out.values(i, 0, 0) = b.targets(i, 0);
+             return out;
+           });
+         }});
+  r.add("mqar",
+        {"multi-query associative recall (Arora et al. 2023, Zoology sec. 3)",
+         {{"seq_len", "64", "tokens"},
+          {"n_pairs", "8", "key-value pairs"},
+          {"n_queries", "8", "queries per row"},
+          {"n_keys", "16", "key vocabulary"},
+          {"n_values", "16", "value vocabulary"}},
+         [](const TaskParams& p) {
+           auto t = std::make_shared<const MultiQueryAssociativeRecall>(
+               p.get_int("seq_len"), p.get_int("n_pairs"), p.get_int("n_queries"),
+               p.get_int("n_keys"), p.get_int("n_values"));
+           return wrap(t, token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(),
+                                     t->chance_accuracy()),
+                       from_tokens);
+         }});
+  r.add("distance_probe",
+        {"recall one symbol placed d tokens before the query, d uniform in [min, max]",
+         {{"seq_len", "32", "tokens"},
+          {"n_symbols", "8", "symbols"},
+          {"n_fillers", "8", "distractor tokens"},
+          {"min_distance", "1", "tokens"},
+          {"max_distance", "0", "tokens (0 = seq_len - 1)"}},
+         [](const TaskParams& p) {
+           auto t = std::make_shared<const DistanceProbe>(
+               p.get_int("seq_len"), p.get_int("n_symbols"), p.get_int("n_fillers"),
+               p.get_int("min_distance"), p.get_int("max_distance"));
+           return make_task_from(
+               token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy()),
+               [t](std::size_t batch, Rng& rng) { return from_tokens(t->sample(batch, rng)); });
+         }});
+  r.add("induction_copy",
+        {"induction-style copy: predict the token that followed the earlier occurrence",
+         {{"prefix_len", "16", "tokens"}, {"copy_len", "8", "tokens"}, {"vocab_size", "32", "tokens"}},
+         [](const TaskParams& p) {
+           auto t = std::make_shared<const InductionCopyTask>(
+               p.get_int("prefix_len"), p.get_int("copy_len"), p.get_int("vocab_size"));
+           return wrap(t, token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(),
+                                     t->chance_accuracy()),
+                       from_tokens);
+         }});
+  r.add("markov_lm",
+        {"next-token prediction on a random order-k Markov grammar (baseline: uniform guess)",
+         {{"seq_len", "64", "tokens"},
+          {"vocab_size", "16", "tokens"},
+          {"order", "2", "tokens of context"},
+          {"branching", "2", "successors per context"},
+          {"grammar_seed", "1", "seed of the grammar"}},
+         [](const TaskParams& p) {
+           const int seed = p.get_int("grammar_seed");
+           if (seed < 0) throw ConfigError("grammar_seed", std::to_string(seed), ">= 0");
+           auto t = std::make_shared<const MarkovLanguageTask>(
+               p.get_int("seq_len"), p.get_int("vocab_size"), p.get_int("order"),
+               p.get_int("branching"), static_cast<std::uint64_t>(seed));
+           return wrap(t, token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(),
+                                     t->chance_accuracy()),
+                       from_tokens);
+         }});
+  r.add("previous_token",
+        {"output the token lag positions earlier",
+         {{"seq_len", "32", "tokens"}, {"vocab_size", "16", "tokens"}, {"lag", "1", "tokens"}},
+         [](const TaskParams& p) {
+           auto t = std::make_shared<const PreviousTokenTask>(
+               p.get_int("seq_len"), p.get_int("vocab_size"), p.get_int("lag"));
+           return wrap(t, token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(),
+                                     t->chance_accuracy()),
+                       from_tokens);
+         }});
+  r.add("repeat_copy",
+        {"repeat n symbols after a separator, rows right-padded (Kazemnejad et al. 2023 sec. 4)",
+         {{"min_len", "9", "tokens per row"}, {"max_len", "17", "tokens per row"}, {"alphabet", "8", "symbols"}},
+         [](const TaskParams& p) {
+           auto t = std::make_shared<const RepeatCopyTask>(p.get_int("min_len"), p.get_int("max_len"),
+                                                           p.get_int("alphabet"));
+           TaskSpec s = token_spec(t->vocab_size(), t->max_len(), t->chance_loss(), t->chance_accuracy());
+           s.padded = true;
+           return wrap(t, s, from_padded);
+         }});
+  r.add("majority",
+        {"majority class of variable-length padded sequences, one label per row",
+         {{"seq_len", "32", "tokens"},
+          {"pad_fraction", "0.25", "1: expected padded fraction"},
+          {"n_classes", "4", "classes"},
+          {"n_noise", "4", "distractor tokens"},
+          {"min_len", "4", "tokens"}},
+         [](const TaskParams& p) {
+           auto t = std::make_shared<const MajorityTask>(
+               p.get_int("seq_len"), p.get_real("pad_fraction"), p.get_int("n_classes"),
+               p.get_int("n_noise"), p.get_int("min_len"));
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(),
+                                   t->chance_accuracy(), t->n_classes());
+           s.head = "last_position";
+           s.padded = true;
+           return wrap(t, s, [](PaddedClassificationBatch b) {
+             TaskBatch out;
+             out.tokens = std::move(b.inputs);
+             out.padding = std::move(b.padding);
+             out.targets = IndexTensor2::from_shape({b.labels.size(), 1});
+             for (std::size_t i = 0; i < b.labels.size(); ++i) out.targets(i, 0) = b.labels(i);
+             return out;
+           });
+         }});
+  r.add("reverse",
+        {"sequence reversal as a prefix LM: [x, sep, y] with y = reversed x scored",
+         {{"length", "8", "tokens"}, {"n_symbols", "8", "symbols"}},
+         [](const TaskParams& p) {
+           auto t = std::make_shared<const ReverseTask>(p.get_int("length"), p.get_int("n_symbols"));
+           return make_task_from(
+               token_spec(t->vocab_size(), 2 * t->length(), t->chance_loss(), t->chance_accuracy()),
+               [t](std::size_t batch, Rng& rng) {
+                 return from_tokens(t->prefix_lm(t->sample(batch, rng)));
+               });
+         }});
+  r.add("char_lm",
+        {"next-byte prediction on windows of a text file (baseline: unigram, no accuracy)",
+         {{"text_file", "", "path of the text (required)"},
+          {"test_fraction", "0.1", "1: share of the text held out"},
+          {"min_len", "32", "bytes per window"},
+          {"max_len", "64", "bytes per window"},
+          {"split", "train", "train | test"}},
+         [](const TaskParams& p) {
+           const std::string& split = p.get_string("split");
+           if (split != "train" && split != "test")
+             throw ConfigError("split", "'" + split + "'", "one of train, test");
+           const int lo = p.get_int("min_len"), hi = p.get_int("max_len");
+           if (lo < 1) throw ConfigError("min_len", std::to_string(lo), ">= 1");
+           if (hi < lo) throw ConfigError("max_len", std::to_string(hi), ">= min_len = " + std::to_string(lo));
+           auto c = std::make_shared<const CharCorpus>(
+               CharCorpus::from_file(p.get_string("text_file"), p.get_real("test_fraction")));
+           const CorpusSplit which = split == "train" ? CorpusSplit::train : CorpusSplit::test;
+           TaskSpec s = token_spec(c->vocab_size(), hi, c->unigram_test_loss(), kNaN);
+           s.padded = true;
+           const auto min_len = static_cast<std::size_t>(lo), max_len = static_cast<std::size_t>(hi);
+           return make_task_from(s, [c, min_len, max_len, which](std::size_t batch, Rng& rng) {
+             return from_padded(c->sample(batch, min_len, max_len, which, rng));
+           });
+         }});
+}
+
+}  // namespace
+
+Registry<TaskEntry>& task_registry() {
+  static Registry<TaskEntry> registry = [] {
+    Registry<TaskEntry> r("task");
+    register_builtin_tasks(r);
+    return r;
+  }();
+  return registry;
+}
+
+const std::vector<std::string>& task_names() { return task_registry().names(); }
+
+std::unique_ptr<Task> make_task(const std::string& name, const TaskParams& params) {
+  const TaskEntry* entry = task_registry().find(name);
+  if (entry == nullptr)
+    throw ConfigError("task", "'" + name + "'", "one of " + task_registry().names_string());
+  TaskParams full;
+  std::string keys;
+  for (const auto& prm : entry->parameters) {
+    full.set(prm.name, prm.default_value);
+    keys += (keys.empty() ? "" : ", ") + prm.name;
+  }
+  for (const auto& [key, value] : params.values()) {
+    if (!full.has(key))
+      throw ConfigError(key, "'" + value + "'",
+                        "a parameter of task = " + name + ": one of " + (keys.empty() ? "(none)" : keys));
+    full.set(key, value);
+  }
+  return entry->create(full);
+}
+
+}  // namespace seqlab

@@ -1,0 +1,232 @@
+// tasks/task.hpp: the task registry and the common Task form.
+//   - the built-in tasks, in their documented order, with their parameters' defaults;
+//   - every built-in's batches match its spec (shapes, id ranges, scored targets, padding), are
+//     deterministic given the rng state, equal the wrapped task class's own samples, and train a
+//     model built from apply_task_spec (one forward + loss is finite);
+//   - parameters: overrides, unknown keys, malformed values and bad values are errors naming the
+//     key; unknown task names list the registered ones; a task registered by the test works.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "temp_dir.hpp"
+#include "seqlab/models/factory.hpp"
+#include "seqlab/nn/loss.hpp"
+#include "seqlab/tasks/copy_memory.hpp"
+#include "seqlab/tasks/mqar.hpp"
+#include "seqlab/tasks/task.hpp"
+
+using namespace seqlab;
+
+namespace {
+
+// A task registered by the test: every target is the input token (identity), no parameters
+// other than its length.
+SEQLAB_REGISTER(task_registry(), "echo",
+                TaskEntry{"output the input token (test)",
+                          {{"seq_len", "5", "tokens"}},
+                          [](const TaskParams& p) {
+                            TaskSpec s;
+                            s.vocab_size = s.output_size = 3;
+                            s.seq_len = static_cast<std::size_t>(p.get_int("seq_len"));
+                            s.baseline_accuracy = 1.0 / 3.0;
+                            s.baseline_loss = std::log(3.0);
+                            return make_task_from(s, [T = s.seq_len](std::size_t B, Rng& rng) {
+                              TaskBatch b;
+                              b.tokens = IndexTensor2::from_shape({B, T});
+                              for (auto& v : b.tokens) v = static_cast<std::int32_t>(rng.uniform_int(3));
+                              b.targets = b.tokens;
+                              return b;
+                            });
+                          }});
+
+bool equal(const IndexTensor2& a, const IndexTensor2& b) {
+  return a.shape() == b.shape() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+// Loss of one forward of a tiny transformer built from the task's spec (classes) or an MSE
+// (values): finite, so spec and batch fit the model and the loss.
+double one_forward_loss(const Task& task, const TaskBatch& b) {
+  const TaskSpec s = task.spec();
+  ModelConfig c;
+  c.model = "transformer_encoder";
+  apply_task_spec(s, c);
+  c.embedding_dim = c.hidden_size = 8;
+  c.n_heads = 2;
+  c.d_ff = 8;
+  c.num_layers = 1;
+  c.max_len = s.seq_len;
+  Rng rng(1);
+  const auto m = make_model(c, rng);
+  const Tensor3 y = s.input == "embedding" ? m->forward(b.tokens) : m->forward(b.features);
+  if (s.target == "values") {
+    double e = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) e += std::pow(y.data()[i] - b.values.data()[i], 2);
+    return e / double(y.size());
+  }
+  const std::size_t N = y.shape()[0] * y.shape()[1];
+  Tensor2 logits = Tensor2::from_shape({N, y.shape()[2]});
+  std::copy(y.begin(), y.end(), logits.begin());
+  IndexTensor1 t = IndexTensor1::from_shape({N});
+  std::copy(b.targets.begin(), b.targets.end(), t.begin());
+  CrossEntropyLoss ce(kIgnoreTarget);
+  return ce.forward(logits, t);
+}
+
+}  // namespace
+
+TEST_CASE("the task registry lists the built-in tasks in order", "[tasks][registry]") {
+  const std::vector<std::string> builtins{"copy_memory",    "adding",    "mqar",        "distance_probe",
+                                          "induction_copy", "markov_lm", "previous_token",
+                                          "repeat_copy",    "majority",  "reverse",     "char_lm"};
+  REQUIRE(task_names().size() == builtins.size() + 1);
+  CHECK(std::vector<std::string>(task_names().begin(), task_names().begin() + 11) == builtins);
+  CHECK(task_names().back() == "echo");
+  for (const auto& n : task_names()) {
+    const TaskEntry& e = task_registry().get(n);
+    CHECK_FALSE(e.description.empty());
+    for (const auto& p : e.parameters) CHECK_FALSE(p.help.empty());
+  }
+}
+
+TEST_CASE("every built-in task samples batches that match its spec", "[tasks][registry]") {
+  seqlab::test::TempDir dir("seqlab_tasks_registry");
+  const std::string text_file = (dir.path / "text.txt").string();
+  {
+    std::ofstream f(text_file);
+    for (int i = 0; i < 40; ++i) f << "the quick brown fox jumps over the lazy dog. ";
+  }
+  for (const auto& name : task_names()) {
+    INFO(name);
+    TaskParams p;
+    if (name == "char_lm") p.set("text_file", text_file);
+    const auto task = make_task(name, p);
+    const TaskSpec s = task->spec();
+    const std::size_t B = 6, T = s.seq_len;
+    Rng r1(17), r2(17);
+    const TaskBatch b = task->sample(B, r1);
+    const TaskBatch again = task->sample(B, r2);
+    CHECK(T >= 1);
+    CHECK(s.output_size >= 1);
+    if (s.input == "embedding") {
+      REQUIRE(b.tokens.shape() == std::array<std::size_t, 2>{B, T});
+      CHECK(equal(b.tokens, again.tokens));
+      for (auto v : b.tokens) {
+        CHECK(v >= 0);
+        CHECK(static_cast<std::size_t>(v) < s.vocab_size);
+      }
+    } else {
+      REQUIRE(s.input == "linear");
+      REQUIRE(b.features.shape() == std::array<std::size_t, 3>{B, T, s.input_size});
+      CHECK(std::equal(b.features.begin(), b.features.end(), again.features.begin()));
+    }
+    const std::size_t rows_out = s.head == "per_position" ? T : 1;
+    if (s.target == "classes") {
+      REQUIRE(b.targets.shape() == std::array<std::size_t, 2>{B, rows_out});
+      CHECK(equal(b.targets, again.targets));
+      std::size_t scored = 0;
+      for (auto v : b.targets) {
+        if (v == kIgnoreTarget) continue;
+        ++scored;
+        CHECK(v >= 0);
+        CHECK(static_cast<std::size_t>(v) < s.output_size);
+      }
+      CHECK(scored >= B);  // at least one scored target per row
+      CHECK(s.baseline_loss > 0);
+    } else {
+      REQUIRE(s.target == "values");
+      REQUIRE(b.values.shape() == std::array<std::size_t, 3>{B, rows_out, s.output_size});
+      CHECK(std::isnan(s.baseline_accuracy));
+    }
+    if (s.padded) {
+      REQUIRE(b.padding.shape() == std::array<std::size_t, 2>{B, T});
+    } else {
+      CHECK(b.padding.size() == 0);
+    }
+    CHECK(std::isfinite(one_forward_loss(*task, b)));
+    CHECK_THROWS_AS(task->sample(0, r1), std::invalid_argument);
+  }
+}
+
+TEST_CASE("a registered task is the wrapped class with its defaults", "[tasks][registry]") {
+  const auto task = make_task("copy_memory");
+  const CopyMemoryTask direct(50, 10, 8);  // the documented defaults
+  Rng r1(3), r2(3);
+  const TaskBatch b = task->sample(4, r1);
+  const TokenBatch d = direct.sample(4, r2);
+  CHECK(equal(b.tokens, d.inputs));
+  CHECK(equal(b.targets, d.targets));
+  const TaskSpec s = task->spec();
+  CHECK(s.seq_len == 70);
+  CHECK(s.vocab_size == 10);
+  CHECK(s.baseline_loss == Approx(direct.memoryless_loss()));
+  // Memoryless accuracy: exact on the 60 blank targets, 1/8 on the 10 recall targets.
+  CHECK(s.baseline_accuracy == Approx((60 + 10 / 8.0) / 70.0));
+
+  TaskParams p;
+  p.set("T", "5");
+  p.set("n_symbols", "3");
+  const TaskSpec small = make_task("copy_memory", p)->spec();
+  CHECK(small.seq_len == 25);
+  CHECK(small.vocab_size == 5);
+
+  ModelConfig c;
+  c.input = "linear";
+  apply_task_spec(make_task("mqar")->spec(), c);
+  CHECK(c.input == "embedding");
+  CHECK(c.vocab_size == 33);
+  CHECK(c.output_size == 33);
+  CHECK(c.head == "per_position");
+  apply_task_spec(make_task("adding")->spec(), c);
+  CHECK(c.input == "linear");
+  CHECK(c.input_size == 2);
+  CHECK(c.output_size == 1);
+  CHECK(c.head == "last_position");
+}
+
+TEST_CASE("task names and parameters are checked with messages naming the key", "[tasks][registry][errors]") {
+  CHECK_THROWS_WITH(make_task("copy"), "task = 'copy': allowed one of " + task_registry().names_string());
+  TaskParams unknown;
+  unknown.set("length", "10");
+  CHECK_THROWS_WITH(make_task("copy_memory", unknown),
+                    "length = '10': allowed a parameter of task = copy_memory: one of T, n_memorize, "
+                    "n_symbols");
+  TaskParams malformed;
+  malformed.set("T", "ten");
+  CHECK_THROWS_WITH(make_task("copy_memory", malformed),
+                    "T = 'ten': allowed an integer in [-2147483648, 2147483647]");
+  malformed.set("T", "1e99");
+  CHECK_THROWS_AS(make_task("copy_memory", malformed), ConfigError);
+  TaskParams real;
+  real.set("pad_fraction", "lots");
+  CHECK_THROWS_WITH(make_task("majority", real), "pad_fraction = 'lots': allowed a finite real");
+  // Values the task class rejects: its own std::invalid_argument, naming the argument.
+  TaskParams zero;
+  zero.set("T", "0");
+  CHECK_THROWS_AS(make_task("copy_memory", zero), std::invalid_argument);
+  // char_lm needs a text file.
+  CHECK_THROWS_WITH(make_task("char_lm"), "text_file = '': allowed a value (required)");
+  TaskParams missing;
+  missing.set("text_file", "/nonexistent/seqlab/text.txt");
+  CHECK_THROWS_AS(make_task("char_lm", missing), std::runtime_error);
+  TaskParams split;
+  split.set("text_file", "x");
+  split.set("split", "valid");
+  CHECK_THROWS_WITH(make_task("char_lm", split), "split = 'valid': allowed one of train, test");
+  CHECK_THROWS_AS(make_task_from(TaskSpec{}, {}), std::invalid_argument);
+}
+
+TEST_CASE("a task registered by the program works like a built-in", "[tasks][registry]") {
+  TaskParams p;
+  p.set("seq_len", "4");
+  const auto task = make_task("echo", p);
+  Rng rng(2);
+  const TaskBatch b = task->sample(3, rng);
+  CHECK(b.tokens.shape() == std::array<std::size_t, 2>{3, 4});
+  CHECK(equal(b.tokens, b.targets));
+  CHECK(std::isfinite(one_forward_loss(*task, b)));
+}
