@@ -1,0 +1,151 @@
+#pragma once
+// The unit parallel_speedup times: a stack of seqlab nn/ layers of one family, reading x [B, T, D]
+// and returning y [B, T, H_out], with its analytic FLOP count, the bytes its forward keeps for
+// backward (from the layers' documented caches) and its parameter matching.
+//
+// Legend: B batch, T seq_len, D d_model (the input width of every family; the width of every
+// Transformer layer), H hidden_size (recurrent hidden size, TCN channels of every level; = D at
+// matched d_model), L num_layers, h n_heads, F d_ff, k kernel_size, Lv TCN levels, G = gates·H
+// (RNN 1, GRU 3, LSTM 4 gate blocks). A float is 4 bytes.
+//
+// Families (the models of DESIGN.md claim 1; Vaswani et al. 2017, arXiv 1706.03762, Table 1):
+//   self_attention       L MultiheadAttention(D, h) self-attention sub-layers alone (projections
+//                        included; no residual, norm or feed-forward): the "self-attention layer"
+//                        of Table 1, whose O(n²·d) is compared there with the recurrent O(n·d²)
+//   transformer_encoder  L TransformerEncoderLayer(D, h, F, relu, dropout 0, layer_norm,
+//                        norm_placement), bidirectional self-attention (no mask)
+//   transformer_decoder  L TransformerDecoderLayer(..., cross_attention = false) with the causal
+//                        mask (decoder-only / GPT block). seqlab computes the full T×T score matrix
+//                        and masks it, as PyTorch's non-fused path: same FLOPs as the encoder.
+//   rnn | lstm | gru     one seqlab::RNN (tanh) / LSTM / GRU (D, H, L)
+//   tcn                  TCN(D, {H × Lv}, k, dropout 0) (Bai et al. 2018), Lv = the fewest levels
+//                        whose receptive field 1 + 2(k−1)(2^Lv − 1) covers T, so that every family
+//                        lets the last output see the whole sequence
+//
+// Analytic FLOPs of one forward (GEMM work only, a multiply-add = 2 FLOP, as
+// experiments/bench/bench_layers.cpp; element-wise work, softmax, norms, im2col are not counted):
+//   self-attention       8·B·T·D² + 4·B·T²·D per sub-layer
+//   Transformer layer    8·B·T·D² (Q/K/V and output projections) + 4·B·T²·D (scores Q Kᵀ and
+//                        context P V of all heads) + 4·B·T·D·F (feed-forward)
+//   recurrent layer k    2·B·T·G·(in_k + H), in_0 = D, in_k = H (input projection + recurrence)
+//   TCN level i          2·B·T·C_i·k·(C_{i−1} + C_i) (+ 2·B·T·C_i·C_{i−1} for the 1×1 downsample
+//                        when C_{i−1} != C_i), C_{−1} = D, C_i = H
+//   backward = 2 × forward (two GEMMs per forward GEMM: the input and the weight gradient, or for
+//   attention dP, dV and dQ, dK), so forward+backward = 3 × forward.
+//
+// Bytes kept for backward (what the first forward leaves allocated in the layers; every cache is
+// listed in the layer headers nn/attention.hpp, transformer_layer.hpp, feed_forward.hpp, norm.hpp,
+// linear.hpp, recurrent_base.hpp, rnn.hpp, lstm.hpp, gru.hpp, conv1d.hpp, tcn.hpp), in floats:
+//   self-attention       6·B·T·D + B·h·T² per sub-layer (MultiheadAttention without RoPE: the
+//                        x copy, the q|k|v projection [B·T, 3D] whose heads the scores read in
+//                        place, the probabilities [B, h, T, T], the merged context, out_proj's
+//                        input copy)
+//   Transformer layer    9·B·T·D + 3·B·T·F + B·h·T² + 2·B·T
+//                        = MultiheadAttention (6·B·T·D + B·h·T²); two LayerNorms: x̂ and 1/σ
+//                          (2·(B·T·D + B·T)); FeedForward: linear1's input copy, the
+//                          pre-activation a, act(a), linear2's input copy (B·T·D + 3·B·T·F).
+//                          Dropout p = 0 keeps no mask.
+//   recurrent            T·B·D (time-major x) + L·(T+1)·B·H (h_0..h_T of every layer) + per type:
+//                        RNN  G (b_ih + b_hh) + L·B·H (h_n)
+//                        LSTM G + L·((T+1)·B·H + 4·T·B·H + T·B·H) (c_0..c_T, gates, tanh c_t)
+//                             + 2·L·B·H (h_n, c_n)
+//                        GRU  L·(3·T·B·H + T·B·H) (gates, W_hn h + b_hn) + B·3H (scratch)
+//                             + L·B·H (h_n)
+//   TCN level i          conv1: input copy B·T·C_{i−1} + packed weight C_i·k·C_{i−1};
+//                        a1, a2, s: 3·B·T·C_i; conv2: input copy B·T·C_i + packed weight C_i·k·C_i;
+//                        downsample (C_{i−1} != C_i): input copy B·T·C_{i−1} + weight C_i·C_{i−1}
+// The memory the backward itself allocates (gradient buffers, reused between calls) is not
+// counted. The experiment also measures the heap growth of the first forward (glibc mallinfo2)
+// and checks it against these formulas (tests/integration/test_parallel_speedup_cli.cpp).
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "seqlab/core/rng.hpp"
+#include "seqlab/core/tensor.hpp"
+#include "seqlab/models/model_config.hpp"
+#include "seqlab/nn/attention.hpp"
+#include "seqlab/nn/gru.hpp"
+#include "seqlab/nn/lstm.hpp"
+#include "seqlab/nn/rnn.hpp"
+#include "seqlab/nn/tcn.hpp"
+#include "seqlab/nn/transformer_layer.hpp"
+
+namespace parallel_speedup {
+
+/// The six families, in the order of the experiment's `model` key.
+const std::vector<std::string>& family_names();
+
+struct StackConfig {
+  std::string model;            // one of family_names()
+  std::size_t d_model = 0;      // D >= 1
+  std::size_t hidden_size = 0;  // H >= 1 (ignored by the Transformer families: their width is D)
+  std::size_t num_layers = 1;   // L >= 1 (Transformer layers, recurrent layers; not the TCN)
+  std::size_t tcn_levels = 0;   // Lv >= 1 (TCN only)
+  std::size_t n_heads = 0;      // h, divides D (Transformers)
+  std::size_t d_ff = 0;         // F >= 1 (Transformers)
+  std::size_t kernel_size = 0;  // k >= 2 (TCN)
+  std::string norm_placement = "pre";  // pre | post (Transformers)
+
+  bool is_transformer() const;  // transformer_encoder | transformer_decoder
+  bool is_attention() const;    // a Transformer family or self_attention (width D, h heads)
+  bool is_recurrent() const;
+  /// Gate blocks: RNN 1, GRU 3, LSTM 4 (0 otherwise).
+  std::size_t gates() const;
+  /// Width of the output: D for the attention families, H otherwise.
+  std::size_t output_size() const;
+};
+
+/// The seqlab::ModelConfig of the factory model with this body (models/factory.hpp): linear input
+/// of width D without projection (embedding_dim = 0, so the body reads x itself), a per-position
+/// head of one output. Used to match parameter counts (count_parameters, hidden_size_for_budget)
+/// and to ask the implementation its sequential_steps. The factory has no self_attention family:
+/// throws std::invalid_argument for it.
+seqlab::ModelConfig model_config(const StackConfig& cfg);
+
+/// Fewest TCN levels whose receptive field 1 + 2·(k−1)·(2^Lv − 1) (nn/tcn.hpp) is >= seq_len.
+/// Requires k >= 2.
+std::size_t tcn_levels_for(std::size_t seq_len, std::size_t kernel_size);
+
+/// Analytic GEMM FLOPs of one forward on x [B, T, D] (file comment). Double: no overflow.
+double forward_flops(const StackConfig& cfg, double B, double T);
+
+/// Bytes the first forward on x [B, T, D] keeps for backward (file comment). Double: no overflow.
+double activation_bytes(const StackConfig& cfg, double B, double T);
+
+/// The layers of one family (file comment), parameters drawn from `rng` in construction order.
+/// Throws std::invalid_argument (from the layers) for invalid sizes.
+class LayerStack {
+ public:
+  LayerStack(const StackConfig& cfg, seqlab::Rng& rng);
+  LayerStack(const LayerStack&) = delete;
+  LayerStack& operator=(const LayerStack&) = delete;
+
+  /// x [B, T, D] -> y [B, T, output_size()]. Throws seqlab::ShapeError for a wrong x.
+  seqlab::Tensor3 forward(const seqlab::Tensor3& x);
+  /// dy [B, T, output_size()] -> dx [B, T, D]; adds into the parameter grads. Throws
+  /// std::logic_error before a forward.
+  seqlab::Tensor3 backward(const seqlab::Tensor3& dy);
+
+  /// Scalar parameters of the layers (sum of every listed Parameter's size).
+  std::size_t num_parameters();
+  /// Operations on the critical path of one forward, counted from the built layers: the
+  /// Transformer layers or attention sub-layers one after another (L); recurrent layers × the steps each runs through
+  /// (L·T, as RecurrentModel::sequential_steps); the TCN's convolutions (2·Lv).
+  std::size_t sequential_steps(std::size_t seq_len) const;
+
+  const StackConfig& config() const { return cfg_; }
+
+ private:
+  StackConfig cfg_;
+  std::vector<std::unique_ptr<seqlab::TransformerEncoderLayer>> encoders_;
+  std::vector<std::unique_ptr<seqlab::TransformerDecoderLayer>> decoders_;
+  std::vector<std::unique_ptr<seqlab::MultiheadAttention>> attentions_;
+  std::unique_ptr<seqlab::RNN> rnn_;
+  std::unique_ptr<seqlab::LSTM> lstm_;
+  std::unique_ptr<seqlab::GRU> gru_;
+  std::unique_ptr<seqlab::TCN> tcn_;
+};
+
+}  // namespace parallel_speedup

@@ -1,0 +1,104 @@
+// Google Benchmark driver and memory probes (timing.hpp).
+#include "timing.hpp"
+
+#include <malloc.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include "seqlab/core/threads.hpp"
+
+namespace parallel_speedup {
+namespace {
+
+/// Keeps the iteration runs (one per repetition) of every benchmark by name; prints nothing.
+class CaptureReporter : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      const std::string name = r.run_name.function_name;
+      if (r.error_occurred) {
+        errors[name] = r.error_message;
+        continue;
+      }
+      if (r.run_type != Run::RT_Iteration) continue;  // aggregates: computed here instead
+      if (r.iterations <= 0) continue;
+      per_iteration_s[name].push_back(r.real_accumulated_time / static_cast<double>(r.iterations));
+      iterations[name] = r.iterations;
+    }
+  }
+  std::map<std::string, std::vector<double>> per_iteration_s;
+  std::map<std::string, std::int64_t> iterations;
+  std::map<std::string, std::string> errors;
+};
+
+void initialise_once() {
+  static bool done = false;
+  if (done) return;
+  static char name[] = "parallel_speedup";
+  static char* argv[] = {name, nullptr};
+  int argc = 1;
+  benchmark::Initialize(&argc, argv);
+  done = true;
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+std::vector<Timing> run_benchmarks(const std::vector<BenchCase>& cases, const TimingOptions& opt) {
+  initialise_once();
+  benchmark::ClearRegisteredBenchmarks();
+  for (const BenchCase& c : cases) {
+    auto fn = c.fn;
+    benchmark::RegisterBenchmark(c.name.c_str(), [fn](benchmark::State& s) { fn(s); })
+        ->Repetitions(opt.repetitions)
+        ->MinTime(opt.min_time_s)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  CaptureReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::ClearRegisteredBenchmarks();
+
+  std::vector<Timing> out;
+  for (const BenchCase& c : cases) {
+    const auto err = reporter.errors.find(c.name);
+    if (err != reporter.errors.end())
+      throw std::runtime_error("benchmark " + c.name + " failed: " + err->second);
+    const auto it = reporter.per_iteration_s.find(c.name);
+    if (it == reporter.per_iteration_s.end() || it->second.empty())
+      throw std::runtime_error("benchmark " + c.name + " produced no timed repetition");
+    Timing t;
+    t.median_s = median_of(it->second);
+    t.min_s = *std::min_element(it->second.begin(), it->second.end());
+    t.max_s = *std::max_element(it->second.begin(), it->second.end());
+    t.iterations = reporter.iterations[c.name];
+    t.repetitions = static_cast<int>(it->second.size());
+    out.push_back(t);
+  }
+  return out;
+}
+
+ThreadBudget::ThreadBudget(int n) : previous_(seqlab::num_threads()) { seqlab::set_num_threads(n); }
+ThreadBudget::~ThreadBudget() { seqlab::set_num_threads(previous_); }
+
+std::size_t heap_in_use_bytes() {
+  const struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd;
+}
+
+std::size_t peak_rss_bytes() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<std::size_t>(ru.ru_maxrss) * 1024u;
+}
+
+}  // namespace parallel_speedup
