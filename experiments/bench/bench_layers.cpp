@@ -316,7 +316,7 @@ void register_layer_cases() {
 
 /// Args: heads (= B·h), M, N, K, nthreads. The attention score product of every head at once,
 /// S_b [M, N] = Q_b [M, K] · K_bᵀ (K_b stored [N, K]), b < heads, contiguous per head, through
-/// seqlab::gemm_strided_batched (the call MultiheadAttention makes; M = N = T, K = d_k).
+/// seqlab::gemm_strided_batched (the products MultiheadAttention makes head by head; M = N = T, K = d_k).
 void bm_sgemm_batched(benchmark::State& state) {
   const auto batch = static_cast<std::size_t>(state.range(0));
   const auto M = static_cast<std::size_t>(state.range(1));
