@@ -18,7 +18,7 @@ PACKAGES=(
   libboost-program-options-dev libbenchmark-dev catch2 nlohmann-json3-dev
   python3 python3-numpy python3-matplotlib
 )
-EXPERIMENTS=(long_range_recall position_extrapolation norm_stability)
+EXPERIMENTS=(parallel_speedup long_range_recall position_extrapolation norm_stability attention_ablations)
 # Experiments that time themselves run one cell at a time (cells in parallel would share the cores
 # they measure); they use the threads their grid asks for.
 declare -A SERIAL=([parallel_speedup]=1)
