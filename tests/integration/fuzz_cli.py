@@ -3,7 +3,8 @@
 
 usage: fuzz_cli.py BIN_DIR [--runs N] [--seed S] [--timeout SEC] [--only NAME]
 
-For every experiment binary in BIN_DIR (every executable file), N runs (default 10000) from a
+For every experiment binary in BIN_DIR (an executable named like a folder experiments/<name>/
+with configs/), N runs (default 10000) from a
 seeded random generator (Python's random.Random(S), so a failure is replayed by its seed and run
 index). Each run writes a config file and/or a command line built from the keys that the binary's
 own --help lists, mutated into the kinds of input sweeps meet: unknown keys, wrong types, huge,
@@ -213,8 +214,13 @@ def main():
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--only", default=None)
     a = ap.parse_args()
+    # Experiment binaries only (experiments/<name>/configs/ exists); bench_layers and the like
+    # built into the same folder have another command line.
+    src = os.environ.get("SEQLAB_SOURCE_DIR") or os.path.abspath(
+        os.path.join(os.path.dirname(__file__), "..", ".."))
     bins = sorted(f for f in os.listdir(a.bin_dir)
                   if os.path.isfile(os.path.join(a.bin_dir, f))
+                  and os.path.isdir(os.path.join(src, "experiments", f, "configs"))
                   and os.stat(os.path.join(a.bin_dir, f)).st_mode & stat.S_IXUSR
                   and (a.only is None or f == a.only))
     if not bins:
