@@ -37,6 +37,7 @@
 #include "seqlab/core/tensor.hpp"
 #include "seqlab/experiment/experiment.hpp"
 #include "seqlab/models/factory.hpp"
+#include "seqlab/models/positional_registry.hpp"
 #include "seqlab/models/transformer_model.hpp"
 #include "seqlab/nn/loss.hpp"
 #include "seqlab/tasks/adding_problem.hpp"
@@ -832,8 +833,9 @@ int main(int argc, char** argv) {
       real_option("d_ff_ratio", 2, "1", "transformer: d_ff = d_ff_ratio x d_model (rounded, >= 1)")
           .greater_than(0)
           .at_most(1e6),
-      string_option("positional_encoding", "rope", "transformer: positional encoding (nn/positional.hpp)")
-          .one_of({"sinusoidal", "learned", "rope", "alibi", "none"}),
+      string_option("positional_encoding", "rope",
+                    "transformer: positional encoding, any registered name (models/positional_registry.hpp)")
+          .one_of(positional_encoding_names()),
       string_option("norm_placement", "pre", "transformer: LayerNorm before (pre) or after (post) each sub-layer")
           .one_of({"pre", "post"}),
       real_option("dropout", 0, "1", "dropout probability (every family)").at_least(0).at_most(0.99),

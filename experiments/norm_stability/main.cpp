@@ -790,7 +790,7 @@ int main(int argc, char** argv) {
           .one_of(kStudies),
       string_sweep("norm", kNorms, "normalisation layer of every Transformer layer (and the "
                                    "final norm of pre-norm)")
-          .one_of(kNorms),
+          .one_of(norm_names()),
       string_option("norm_placement", "post",
                     "placement in the batch and padding studies (post: Vaswani et al.; pre: "
                     "Xiong et al.)")

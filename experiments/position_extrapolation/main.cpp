@@ -30,6 +30,7 @@
 #include "seqlab/core/tensor.hpp"
 #include "seqlab/experiment/experiment.hpp"
 #include "seqlab/models/factory.hpp"
+#include "seqlab/models/positional_registry.hpp"
 #include "seqlab/models/transformer_model.hpp"
 #include "seqlab/nn/loss.hpp"
 #include "seqlab/tasks/char_lm.hpp"
@@ -531,8 +532,9 @@ int main(int argc, char** argv) {
                    "copy (repeat the input) | mqar (associative recall) | char_lm (text file "
                    "`corpus`) | analysis (no training: similarity, resolution, RoPE decay)")
           .one_of({"copy", "mqar", "char_lm", "analysis"}),
-      string_sweep("positional_encoding", kEncodings, "positional encoding (nn/positional.hpp)")
-          .one_of(kEncodings),
+      string_sweep("positional_encoding", kEncodings,
+                   "positional encoding: any registered name (models/positional_registry.hpp)")
+          .one_of(positional_encoding_names()),
       int_option("L_train", 16, "tokens", "longest training length (rows padded to it)")
           .at_least(1).at_most(65536),
       int_option("min_train_len", 12, "tokens", "shortest training length (lengths uniform in [min_train_len, L_train])")
