@@ -367,6 +367,92 @@ def main(argv):
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     load_start = os.getloadavg()
     t0 = time.time()
+    # Baselines of the seqlab binaries: a process that registers the cases and runs none.
+    seqlab_base = {label: statistics.median(seqlab_baseline(path) for _ in range(3))
+                   for label, path in binaries}
+
+    def write_out(final):
+        """Writes the CSV from the samples so far (after every repetition: a killed run keeps them)."""
+        for key in samples:  # seqlab baselines (PyTorch's come from its workers)
+            if key[3] in seqlab_base:
+                base[key] = seqlab_base[key[3]]
+        load_end = os.getloadavg()
+        reps_done = max((len(v) for v in samples.values()), default=0)
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        sgemm = {}
+        for (case, mode, t, impl, setting), m in med.items():
+            if case == "sgemm_1024" and impl == "seqlab":
+                sgemm[t] = 2.0 * SGEMM_N ** 3 / (m * 1e-3) / 1e9
+        cpu_med = {k: statistics.median(v) for k, v in cpu_samples.items()}
+        best_torch = {}
+        for (case, mode, t, impl, setting), m in med.items():
+            if impl == "pytorch":
+                kk = (case, mode, t)
+                if kk not in best_torch or m < best_torch[kk][0]:
+                    best_torch[kk] = (m, setting)
+
+        rows = []
+        for key in samples:
+            case, mode, t, impl, setting = key
+            v = samples[key]
+            m = med[key]
+            if case == "sgemm_1024":
+                flops, shape = 2.0 * SGEMM_N ** 3, dict(B="", T="", D="")
+            else:
+                flops, shape = case_flops(case, mode), CASES[case]
+            gf = flops / (m * 1e-3) / 1e9
+            bt = best_torch.get((case, mode, t))
+            is_seqlab = impl != "pytorch" and case != "sgemm_1024"
+            ratio = m / bt[0] if (bt and is_seqlab) else None
+            bt_key = (case, mode, t, "pytorch", bt[1]) if bt else None
+            cpu_ratio = (cpu_med[key] / cpu_med[bt_key]) if (bt and is_seqlab and t == 1) else None
+            tr = TARGET_RATIO.get(case) if (mode == "fwdbwd" and is_seqlab) else None
+            tf = TARGET_SGEMM_FRACTION.get(case) if (mode == "fwdbwd" and is_seqlab) else None
+            frac = gf / sgemm[t] if t in sgemm else None
+            meets = ""
+            if tr is not None and ratio is not None:
+                ok = ratio <= tr and (tf is None or (frac is not None and frac >= tf))
+                meets = "yes" if ok else "no"
+            b = base.get(key)
+            rows.append({
+                "case": case, "mode": mode, "threads": t, "impl": impl, "setting": setting,
+                "batch": shape["B"], "seq_len": shape["T"], "d_model": shape["D"],
+                "repetitions": len(v), "median_ms": m, "min_ms": min(v), "max_ms": max(v),
+                "gflop_per_s": gf, "sgemm_gflop_per_s": sgemm.get(t), "fraction_of_sgemm": frac,
+                "pytorch_best_setting": bt[1] if (bt and is_seqlab) else "",
+                "ratio_seqlab_over_pytorch": ratio,
+                "cpu_ms_median": cpu_med[key] if t == 1 else None, "cpu_ratio_seqlab_over_pytorch": cpu_ratio,
+                "peak_rss_bytes": rss[key],
+                "baseline_rss_bytes": b, "step_rss_bytes": (rss[key] - b) if b is not None else None,
+                "target_ratio_max": tr, "target_sgemm_fraction_min": tf, "meets_target": meets,
+            })
+
+        meta = {
+            "experiment": "compare_pytorch", "utc_start": started,
+            "utc_end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "host": socket.gethostname(), "cpu": cpu_model(), "cores": cores,
+            "loadavg_start": "/".join(f"{x:.1f}" for x in load_start),
+            "loadavg_end": "/".join(f"{x:.1f}" for x in load_end),
+            "torch_version": tv if have_torch else "absent",
+            "torch_python": args.torch_python if have_torch else "",
+            "repetitions": args.repetitions, "repetitions_done": reps_done, "min_time_s": args.min_time, "prune_factor": args.prune,
+            "binaries": " ".join(f"{l}={p}" for l, p in binaries),
+            "sgemm_reference": f"seqlab SGEMM_square {SGEMM_N}^3 at the same threads in the same run",
+            "flops": "analytic GEMM FLOPs as bench_layers (fwdbwd = 3 x fwd)",
+        }
+        os.makedirs(os.path.dirname(out_path) or ".", exist_ok=True)
+        tmp = out_path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("# meta: " + "; ".join(f"{k}={str(v).replace(',', ' ')}" for k, v in meta.items()) + "\n")
+            f.write(",".join(COLUMNS) + "\n")
+            for r in rows:
+                f.write(",".join(fmt(r[c]) if isinstance(r[c], float) else ("" if r[c] is None else str(r[c]))
+                                 for c in COLUMNS) + "\n")
+        os.replace(tmp, out_path)
+        log(f"compare_pytorch: wrote {out_path}")
+        if final:
+            print(summary_table(rows, have_torch))
+
     for rep in range(args.repetitions):
         if rep == 1 and args.prune > 0:
             settings = [s for s in settings if not pruned(s, samples, args.prune)]
@@ -387,88 +473,12 @@ def main(argv):
                 base[key] = res[2]
             log(f"[rep {rep + 1}/{args.repetitions} {time.time() - t0:6.0f} s] {case} {mode} "
                 f"threads={t} {impl} {setting}: {ms:.2f} ms, peak RSS {peak / 2**20:.0f} MiB")
-    # Baselines of the seqlab binaries: a process that registers the cases and runs none.
-    for label, path in binaries:
-        b = statistics.median(seqlab_baseline(path) for _ in range(3))
-        for key in list(samples):
-            if key[3] == label:
-                base[key] = b
-    load_end = os.getloadavg()
-
-    med = {k: statistics.median(v) for k, v in samples.items()}
-    sgemm = {}
-    for (case, mode, t, impl, setting), m in med.items():
-        if case == "sgemm_1024" and impl == "seqlab":
-            sgemm[t] = 2.0 * SGEMM_N ** 3 / (m * 1e-3) / 1e9
-    cpu_med = {k: statistics.median(v) for k, v in cpu_samples.items()}
-    best_torch = {}
-    for (case, mode, t, impl, setting), m in med.items():
-        if impl == "pytorch":
-            kk = (case, mode, t)
-            if kk not in best_torch or m < best_torch[kk][0]:
-                best_torch[kk] = (m, setting)
-
-    rows = []
-    for key in samples:
-        case, mode, t, impl, setting = key
-        v = samples[key]
-        m = med[key]
-        if case == "sgemm_1024":
-            flops, shape = 2.0 * SGEMM_N ** 3, dict(B="", T="", D="")
-        else:
-            flops, shape = case_flops(case, mode), CASES[case]
-        gf = flops / (m * 1e-3) / 1e9
-        bt = best_torch.get((case, mode, t))
-        is_seqlab = impl != "pytorch" and case != "sgemm_1024"
-        ratio = m / bt[0] if (bt and is_seqlab) else None
-        bt_key = (case, mode, t, "pytorch", bt[1]) if bt else None
-        cpu_ratio = (cpu_med[key] / cpu_med[bt_key]) if (bt and is_seqlab and t == 1) else None
-        tr = TARGET_RATIO.get(case) if (mode == "fwdbwd" and is_seqlab) else None
-        tf = TARGET_SGEMM_FRACTION.get(case) if (mode == "fwdbwd" and is_seqlab) else None
-        frac = gf / sgemm[t] if t in sgemm else None
-        meets = ""
-        if tr is not None and ratio is not None:
-            ok = ratio <= tr and (tf is None or (frac is not None and frac >= tf))
-            meets = "yes" if ok else "no"
-        b = base.get(key)
-        rows.append({
-            "case": case, "mode": mode, "threads": t, "impl": impl, "setting": setting,
-            "batch": shape["B"], "seq_len": shape["T"], "d_model": shape["D"],
-            "repetitions": len(v), "median_ms": m, "min_ms": min(v), "max_ms": max(v),
-            "gflop_per_s": gf, "sgemm_gflop_per_s": sgemm.get(t), "fraction_of_sgemm": frac,
-            "pytorch_best_setting": bt[1] if (bt and is_seqlab) else "",
-            "ratio_seqlab_over_pytorch": ratio,
-            "cpu_ms_median": cpu_med[key] if t == 1 else None, "cpu_ratio_seqlab_over_pytorch": cpu_ratio,
-            "peak_rss_bytes": rss[key],
-            "baseline_rss_bytes": b, "step_rss_bytes": (rss[key] - b) if b is not None else None,
-            "target_ratio_max": tr, "target_sgemm_fraction_min": tf, "meets_target": meets,
-        })
-
-    meta = {
-        "experiment": "compare_pytorch", "utc_start": started,
-        "utc_end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "host": socket.gethostname(), "cpu": cpu_model(), "cores": cores,
-        "loadavg_start": "/".join(f"{x:.1f}" for x in load_start),
-        "loadavg_end": "/".join(f"{x:.1f}" for x in load_end),
-        "torch_version": tv if have_torch else "absent",
-        "torch_python": args.torch_python if have_torch else "",
-        "repetitions": args.repetitions, "min_time_s": args.min_time, "prune_factor": args.prune,
-        "binaries": " ".join(f"{l}={p}" for l, p in binaries),
-        "sgemm_reference": f"seqlab SGEMM_square {SGEMM_N}^3 at the same threads in the same run",
-        "flops": "analytic GEMM FLOPs as bench_layers (fwdbwd = 3 x fwd)",
-    }
-    os.makedirs(os.path.dirname(out_path) or ".", exist_ok=True)
-    tmp = out_path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write("# meta: " + "; ".join(f"{k}={str(v).replace(',', ' ')}" for k, v in meta.items()) + "\n")
-        f.write(",".join(COLUMNS) + "\n")
-        for r in rows:
-            f.write(",".join(fmt(r[c]) if isinstance(r[c], float) else ("" if r[c] is None else str(r[c]))
-                             for c in COLUMNS) + "\n")
-    os.replace(tmp, out_path)
-    log(f"compare_pytorch: wrote {out_path}")
-    print(summary_table(rows, have_torch))
+        if rep + 1 < args.repetitions:
+            write_out(False)
+    write_out(True)
     return 0
+
+
 
 
 def summary_table(rows, have_torch):

@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 #include <xsimd/xsimd.hpp>
 
 #include "seqlab/core/gemm.hpp"
+#include "seqlab/core/threads.hpp"
 #include "seqlab/nn/positional.hpp"
 
 namespace seqlab {
@@ -136,6 +140,41 @@ std::size_t causal_limit(std::size_t i, std::size_t Tk, std::size_t q_off, std::
   const std::size_t pos_q = q_off + i;
   if (pos_q + 1 <= k_off) return 0;
   return std::min(Tk, pos_q + 1 - k_off);
+}
+
+/// Runs body(g0, g1, worker) over the heads [0, n_heads) split into contiguous ranges, one per
+/// thread of seqlab's budget (core/threads.hpp): with a budget of 1 (or one head) a plain call on
+/// this thread; otherwise OpenBLAS is set to one thread for the duration (BlasThreadsScope) and
+/// every thread runs its heads' GEMMs single-threaded, so the two kinds of threads never
+/// oversubscribe the cores and no GEMM of a head waits on another thread. worker < threads
+/// indexes per-thread scratch. The first exception thrown by a thread is rethrown after all join.
+template <class Body>
+void for_head_ranges(std::size_t n_heads, std::size_t threads, Body body) {
+  if (threads <= 1 || n_heads <= 1) {
+    body(std::size_t{0}, n_heads, std::size_t{0});
+    return;
+  }
+  BlasThreadsScope one(1);
+  std::vector<std::exception_ptr> errors(threads);
+  std::vector<std::thread> pool;
+  const auto range = [&](std::size_t w) {
+    try {
+      body(n_heads * w / threads, n_heads * (w + 1) / threads, w);
+    } catch (...) {
+      errors[w] = std::current_exception();
+    }
+  };
+  for (std::size_t w = 1; w < threads; ++w) pool.emplace_back(range, w);
+  range(0);
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+/// Threads for the per-head loops: seqlab's budget, at most one per head.
+std::size_t head_threads(std::size_t n_heads) {
+  const std::size_t budget = static_cast<std::size_t>(std::max(1, num_threads()));
+  return std::min(budget, std::max<std::size_t>(n_heads, 1));
 }
 
 }  // namespace
@@ -316,18 +355,21 @@ void MultiheadAttention::attend_heads(const PaddingMask* key_padding) {
   const std::size_t B = B_, h = n_heads_, Tq = Tq_, Tk = Tk_, dk = head_dim_, D = d_model_;
   const HeadMatrix Q = head_input('q'), K = head_input('k'), V = head_input('v');
   const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
-  std::vector<float> pad_bias(Tk, 0.0f);  // 0 for a visible key, −∞ for a padded one
-  for (std::size_t b = 0; b < B; ++b) {
+  // Heads g = b·h + i in parallel ranges (for_head_ranges); each head writes only its own
+  // probability block and its own columns of ctx_merged_.
+  for_head_ranges(B * h, head_threads(B * h), [&](std::size_t g0, std::size_t g1, std::size_t) {
+    std::vector<float> pad_bias(Tk, 0.0f);  // 0 for a visible key, −∞ for a padded one
     bool any_pad = false;
-    if (key_padding) {
-      for (std::size_t j = 0; j < Tk; ++j) {
-        const bool padded = (*key_padding)(b, j) != 0;
-        pad_bias[j] = padded ? kNegInf : 0.0f;
-        any_pad = any_pad || padded;
+    for (std::size_t g = g0; g < g1; ++g) {
+      const std::size_t b = g / h, i = g % h;
+      if (key_padding && (g == g0 || i == 0)) {  // a new batch row: its key padding
+        any_pad = false;
+        for (std::size_t j = 0; j < Tk; ++j) {
+          const bool padded = (*key_padding)(b, j) != 0;
+          pad_bias[j] = padded ? kNegInf : 0.0f;
+          any_pad = any_pad || padded;
+        }
       }
-    }
-    for (std::size_t i = 0; i < h; ++i) {
-      const std::size_t g = b * h + i;
       float* P = probs_.data() + g * Tq * Tk;
       gemm(false, true, Tq, Tk, dk, scale, Q.at(b, i), Q.ld, K.at(b, i), K.ld, 0.0f, P, Tk);
       const float slope = alibi_fwd_ ? slopes_(i) : 0.0f;
@@ -348,7 +390,7 @@ void MultiheadAttention::attend_heads(const PaddingMask* key_padding) {
       gemm(false, false, Tq, dk, Tk, 1.0f, P, Tk, V.at(b, i), V.ld, 0.0f, ctx_merged_.data() + b * Tq * D + i * dk,
            D);
     }
-  }
+  });
 }
 
 Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
@@ -405,11 +447,16 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
   //   S = Q Kᵀ / √d_k  ->  dQ = dS K / √d_k;  dK = dSᵀ Q / √d_k.
   // dhead is read in place from its columns of dctx_merged [B, Tq, D].
   const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
-  dprobs_.resize({Tq, Tk});
-  float* G = dprobs_.data();
-  for (std::size_t b = 0; b < B; ++b) {
-    for (std::size_t i = 0; i < h; ++i) {
-      const float* P = probs_.data() + (b * h + i) * Tq * Tk;
+  // Heads in parallel ranges as in the forward (for_head_ranges), one scratch per thread; each
+  // head writes only its own columns of dproj (dK on dQ's columns with shared W_Q = W_K: the same
+  // head, so the same thread, after its dQ).
+  const std::size_t threads = head_threads(Bh);
+  dprobs_.resize({threads * Tq, Tk});
+  for_head_ranges(Bh, threads, [&](std::size_t g0, std::size_t g1, std::size_t w) {
+    float* G = dprobs_.data() + w * Tq * Tk;
+    for (std::size_t g = g0; g < g1; ++g) {
+      const std::size_t b = g / h, i = g % h;
+      const float* P = probs_.data() + g * Tq * Tk;
       const float* dhead = dctx_merged.data() + b * Tq * D + i * dk;
       gemm(false, true, Tq, Tk, dk, 1.0f, dhead, D, V.at(b, i), V.ld, 0.0f, G, Tk);
       gemm(true, false, Tk, dk, Tq, 1.0f, P, Tk, dhead, D, 0.0f, dV.at(b, i), dV.ld);
@@ -422,7 +469,7 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
       gemm(false, false, Tq, dk, Tk, scale, G, Tk, K.at(b, i), K.ld, 0.0f, dQ.at(b, i), dQ.ld);
       gemm(true, false, Tk, dk, Tq, scale, G, Tk, Q.at(b, i), Q.ld, beta_k, dK.at(b, i), dK.ld);
     }
-  }
+  });
   if (rope_fwd_) {  // q̃ = R q  ->  dq = Rᵀ dq̃ (same for k); then into dproj's columns
     rope_fwd_->rotate(dq_.data(), Bh, Tq, q_off_fwd_, true);
     rope_fwd_->rotate(dk_.data(), Bh, Tk, k_off_fwd_, true);

@@ -21,12 +21,18 @@
 // documented difference.
 //
 // Implementation: the Q/K/V projection is one GEMM over the [B·T, D] rows (self-attention) or two
-// (cross: q from the query rows, k and v from the key_value rows); heads are split into contiguous
-// [B, h, T, d_k] blocks by one copy; scores, context and all their gradients are GEMMs per head,
-// run one head at a time (scores, softmax, context; in backward dP, dV, softmax backward, dQ, dK)
-// so that the head's [Tq, Tk] block is reused while in cache and dL/dP needs one [Tq, Tk] scratch,
-// not [B, h, Tq, Tk]; the softmax (with masks and ALiBi) and its backward are one pass per row. Buffers are kept between calls and reallocated only when shapes change; every forward
-// overwrites the caches completely, so repeated forwards (gradient checks) do not interfere.
+// (cross: q from the query rows, k and v from the key_value rows); the heads are read in place
+// from the projection (head i = columns i·d_k .. (i+1)·d_k, a strided operand of the GEMMs), and
+// only under RoPE are Q and K copied into contiguous [B, h, T, d_k] blocks to be rotated. Scores,
+// context and all their gradients are GEMMs per head, run one head at a time (scores, softmax,
+// context written into its columns of the concatenation; in backward dP, dV, softmax backward,
+// dQ, dK written into their columns of the projection gradient) so that the head's [Tq, Tk] block
+// is reused while in cache and dL/dP needs one [Tq, Tk] scratch, not [B, h, Tq, Tk]; the softmax
+// (with masks and ALiBi) and its backward are one pass per row. With a thread budget above 1
+// (core/threads.hpp) the heads are split between that many threads of our own, each running its
+// heads' GEMMs with OpenBLAS at one thread (the two never oversubscribe; results do not depend on
+// the split). Buffers are kept between calls and reallocated only when shapes change; every
+// forward overwrites the caches completely, so repeated forwards (gradient checks) do not interfere.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -179,7 +185,7 @@ class MultiheadAttention : public Module {
 
   // Backward state.
   bool has_kv_grad_ = false;
-  Tensor2 dprobs_;            // [Tq, Tk] scratch of the head being run: dL/dP, then dL/dS in place
+  Tensor2 dprobs_;            // [threads·Tq, Tk]: per head thread, the [Tq, Tk] dL/dP, then dL/dS
   Tensor4 dq_, dk_;           // RoPE only: gradients of the rotated heads, [B, h, T, d_k]
   Tensor2 dproj_q_, dproj_kv_;  // same layouts as proj_q_, proj_kv_
   Tensor3 dkv_;               // [B, Tk, D] dL/dkey_value (cross)
