@@ -661,6 +661,14 @@ void run_cell(const Cell& cell, CellOutput& out) {
   topt.clip_norm = cell.get_real("clip_norm");
   topt.quiet = cell.quiet;
   topt.label = cell.get_string("arm") + " seed " + std::to_string(cell.replicate);
+  // --checkpoint-every: the steps change the model, the optimizer, the training data stream, the
+  // curve window, steps_to_target and the "curve" rows.
+  topt.checkpoint = cell_checkpoint(cell, "train", &model, out);
+  topt.checkpoint.state.add("train_rng", train_rng);
+  topt.checkpoint.state.add("win_loss", win_loss);
+  topt.checkpoint.state.add("win_n", win_n);
+  topt.checkpoint.state.add("last_window_loss", last_window_loss);
+  topt.checkpoint.state.add("steps_to_target", steps_to_target);
   const auto t0 = std::chrono::steady_clock::now();
   const TrainResult tr = train_loop(topt, params, *optim, schedule, loss_and_grad, on_step);
   const double train_time =

@@ -122,6 +122,10 @@ void run_cell(const Cell& cell, CellOutput& out) {
   opt.clip_norm = 1.0;
   opt.quiet = true;
   opt.label = cell.label();
+  // --checkpoint-every: the model, the optimizer and the training data stream are all that the
+  // steps change (train_loop saves the first two; the stream is ours).
+  opt.checkpoint = cell_checkpoint(cell, "train", model.get(), out);
+  opt.checkpoint.state.add("train_rng", train_rng);
   model->set_training(true);
   const TrainResult tr = train_loop(opt, params, optim, schedule(cell), [&](int) {
     const TaskBatch b = task->sample(B, train_rng);

@@ -730,6 +730,14 @@ void run_cell(const Cell& cell, CellOutput& out) {
   topt.quiet = cell.quiet;
   topt.label = task.name + " " + model_name + " length=" + std::to_string(task.length) + " seed " +
                std::to_string(cell.replicate);
+  // --checkpoint-every: besides model and optimizer, the steps change the training data stream,
+  // the curve window and the rows of the "steps" table (cell_checkpoint keeps the rows).
+  topt.checkpoint = cell_checkpoint(cell, "train", &model, out);
+  topt.checkpoint.state.add("train_rng", train_rng);
+  topt.checkpoint.state.add("win_loss", win_loss);
+  topt.checkpoint.state.add("win_norm", win_norm);
+  topt.checkpoint.state.add("win_n", win_n);
+  topt.checkpoint.state.add("last_window_loss", last_window_loss);
   const auto t0 = std::chrono::steady_clock::now();
   const TrainResult tr = train_loop(topt, params, *optim, schedule, loss_and_grad, on_step);
   const double train_time =

@@ -376,6 +376,13 @@ class ProbedNorm : public Norm {
     Module::set_training(training);
     inner_->set_training(training);
   }
+  /// The wrapped norm's buffers (same keys), plus the reference running statistics of the real
+  /// positions ("probe_ref_mean", "probe_ref_var" [D]) that training updates.
+  void collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) override {
+    inner_->collect_buffers(prefix, out);
+    out.push_back({prefix + "probe_ref_mean", &ref_mean_});
+    out.push_back({prefix + "probe_ref_var", &ref_var_});
+  }
 
   void set_enabled(bool on) { enabled_ = on; }
   const ProbeStats& last() const { return last_; }
@@ -552,7 +559,7 @@ void validate(const Cell& cell) {
   for (const auto& r : runs) model_config(cell, r, task).validate();  // e.g. n_heads ∤ d_model
 }
 
-void run_one(const Cell& cell, const RunSpec& run, CellOutput& out) {
+void run_one(const Cell& cell, const RunSpec& run, std::size_t run_index, CellOutput& out) {
   const int steps = cell.get_int32("steps");
   const int log_every = cell.get_int32("log_every");
   const std::size_t B = run.batch;
@@ -653,6 +660,16 @@ void run_one(const Cell& cell, const RunSpec& run, CellOutput& out) {
   topt.clip_norm = cell.get_real("clip_norm");
   topt.quiet = cell.quiet;
   topt.label = cell.get_string("study") + " " + run.norm + " seed " + std::to_string(cell.replicate);
+  // --checkpoint-every: one checkpoint per run of the cell ("run<i>"). The steps change the model
+  // (with the probe's reference statistics, ProbedNorm::collect_buffers), the optimizer, the
+  // training data stream, the per-step histories, the blow-up window and the "steps" rows.
+  topt.checkpoint = cell_checkpoint(cell, "run" + std::to_string(run_index), model, out);
+  topt.checkpoint.state.add("train_rng", train_rng);
+  topt.checkpoint.state.add("losses", losses);
+  topt.checkpoint.state.add("grad_norms", grad_norms);
+  topt.checkpoint.state.add_trivial_vector("stats", stats);
+  topt.checkpoint.state.add("recent", recent);
+  topt.checkpoint.state.add("recent_sum", recent_sum);
   probe.set_enabled(true);
   const auto t0 = std::chrono::steady_clock::now();
   TrainResult tr;
@@ -764,7 +781,8 @@ void run_one(const Cell& cell, const RunSpec& run, CellOutput& out) {
 }
 
 void run_cell(const Cell& cell, CellOutput& out) {
-  for (const RunSpec& run : runs_of(cell)) run_one(cell, run, out);
+  const std::vector<RunSpec> runs = runs_of(cell);
+  for (std::size_t i = 0; i < runs.size(); ++i) run_one(cell, runs[i], i, out);
 }
 
 }  // namespace

@@ -194,6 +194,16 @@ void run_time_to_accuracy(const Cell& cell, const std::string& model, const TtaS
     topt.steps = s.max_steps;
     topt.clip_norm = kClipNorm;
     topt.quiet = true;
+    // --checkpoint-every: one checkpoint per (model, seed) run, phase "tta-<model>-<j>". The steps
+    // change the model, the optimizer, the data stream, the loss window, the last accuracy and
+    // the "tta_curve" rows. Wall-clock values (train_time_s, time_to_target_s, step_time_ms) are
+    // nondeterministic columns: after a resume they count this process's time only.
+    topt.checkpoint = experiment::cell_checkpoint(cell, "tta-" + model + "-" + std::to_string(j),
+                                                  net.get(), out);
+    topt.checkpoint.state.add("train_rng", train_rng);
+    topt.checkpoint.state.add("window_loss", window_loss);
+    topt.checkpoint.state.add("window_n", window_n);
+    topt.checkpoint.state.add("accuracy", accuracy);
     TrainResult tr;
     bool reached = false;
     try {

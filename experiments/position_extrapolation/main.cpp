@@ -375,6 +375,14 @@ TrainSummary train(const Cell& cell, SequenceModel& model, TransformerModel& tm,
   topt.quiet = cell.quiet;
   topt.label = cell.get_string("task") + " " + cell.get_string("positional_encoding") + " " + phase +
                " seed " + std::to_string(cell.replicate);
+  // --checkpoint-every: one checkpoint per phase (pretrain, finetune); the steps change the model,
+  // the optimizer, the phase's data stream, the curve window and the "steps" rows.
+  topt.checkpoint = cell_checkpoint(cell, phase, &model, out);
+  topt.checkpoint.state.add("data_rng", rng);
+  topt.checkpoint.state.add("win_loss", win_loss);
+  topt.checkpoint.state.add("win_norm", win_norm);
+  topt.checkpoint.state.add("win_n", win_n);
+  topt.checkpoint.state.add("final_loss", s.final_loss);
   model.train();
   const auto t0 = std::chrono::steady_clock::now();
   s.result = train_loop(topt, params, *optim, schedule, loss_and_grad, on_step);

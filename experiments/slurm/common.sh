@@ -65,7 +65,7 @@ count_cells() {
   printf '%s\n' "$listing" | wc -l
 }
 
-# STATUS_LINES: the binary's `--status` lines ("index done|missing|corrupt label") for OUT;
+# STATUS_LINES: the binary's `--status` lines ("index done|missing|partial|corrupt label") for OUT;
 # UNFINISHED: indices of the cells not done, ascending.
 read_status() {
   local rc=0

@@ -9,6 +9,8 @@
 # binary checks it before skipping or merging a cell); the binary's `--status` says so. Prints
 # the cells that are not finished (--all: every cell), a summary line, whether the merged CSV is
 # there, and the sweep's queued or running Slurm jobs (when squeue is available).
+# A cell shown "partial" is not finished but has training checkpoints (--checkpoint-every): its
+# next run resumes from them; it counts as missing.
 # Exit status: 0 every cell finished; 3 some cells missing or corrupt; 2 bad input; 1 failure.
 set -euo pipefail
 # shellcheck source=common.sh
@@ -35,7 +37,7 @@ while read -r index state rest; do
   [ -n "$index" ] || continue
   case "$state" in
     done) DONE+=("$index") ;;
-    missing) MISSING+=("$index") ;;
+    missing | partial) MISSING+=("$index") ;;  # partial: checkpoints exist, a rerun resumes
     *) CORRUPT+=("$index") ;;
   esac
   if [ "$ALL" -eq 1 ] || [ "$state" != "done" ]; then

@@ -18,6 +18,11 @@
 #                       [default: the partition's]
 #   --python P          interpreter of the plot script in the merge job [default: $PYTHON or
 #                       /usr/bin/python3]
+#   --checkpoint-every N  each cell saves a training checkpoint every N updates (the binary's
+#                       --checkpoint-every), so a preempted, requeued or resubmitted task resumes
+#                       from it instead of from step 0 [default: $SEQLAB_CHECKPOINT_EVERY or 0 =
+#                       off]. Array tasks are always submitted with --requeue: Slurm requeues a
+#                       preempted task, which skips finished cells and resumes from checkpoints.
 #   --no-plot           the merge job only merges
 #   --dry-run           print the sbatch commands instead of running them
 #   -- OPTS...          passed to both sbatch calls (e.g. --partition=cpu --account=proj)
@@ -42,6 +47,7 @@ TIME=""
 PYTHON=${PYTHON:-/usr/bin/python3}
 PLOT=1
 DRY_RUN=0
+CHECKPOINT_EVERY=${SEQLAB_CHECKPOINT_EVERY:-0}
 EXTRA=()
 while [ $# -gt 0 ]; do
   parse_sweep_option "$@"
@@ -53,6 +59,7 @@ while [ $# -gt 0 ]; do
     --mem) MEM=${2:?--mem needs a size, e.g. 2G}; shift 2 ;;
     --time) TIME=${2:?--time needs a time limit, e.g. 2:00:00}; shift 2 ;;
     --python) PYTHON=${2:?--python needs an interpreter}; shift 2 ;;
+    --checkpoint-every) CHECKPOINT_EVERY=${2:?--checkpoint-every needs a number of updates}; shift 2 ;;
     --no-plot) PLOT=0; shift ;;
     --dry-run) DRY_RUN=1; shift ;;
     --) shift; EXTRA=("$@"); break ;;
@@ -63,6 +70,8 @@ resolve_sweep
 [ -z "$MAX_PARALLEL" ] || [[ "$MAX_PARALLEL" =~ ^[1-9][0-9]*$ ]] ||
   die "--max-parallel '$MAX_PARALLEL': expected a positive integer" 2
 [[ "$CPUS" =~ ^[1-9][0-9]*$ ]] || die "--cpus-per-task '$CPUS': expected a positive integer" 2
+[[ "$CHECKPOINT_EVERY" =~ ^(0|[1-9][0-9]{0,8}|1000000000)$ ]] ||
+  die "--checkpoint-every '$CHECKPOINT_EVERY' (or \$SEQLAB_CHECKPOINT_EVERY): expected an integer in [0, 1000000000] (0 = off)" 2
 if [ "$DRY_RUN" -eq 0 ]; then
   command -v sbatch >/dev/null 2>&1 || die "sbatch not found: run this on a Slurm login node (or see --dry-run)" 2
 fi
@@ -123,6 +132,8 @@ if [ "${#UNFINISHED[@]}" -gt 0 ]; then
     --job-name="seqlab_$EXPERIMENT" \
     --array="$SPEC${MAX_PARALLEL:+%$MAX_PARALLEL}" \
     --ntasks=1 --cpus-per-task="$CPUS" \
+    --requeue --open-mode=append \
+    --export="ALL,SEQLAB_CHECKPOINT_EVERY=$CHECKPOINT_EVERY" \
     --output="$LOGS/${EXPERIMENT}_%A_%a.out" \
     "${EXTRA[@]}" \
     "$SLURM_DIR/cell_job.sh" "$BIN" "$OUT" "${SWEEP_ARGS[@]}"
@@ -146,7 +157,7 @@ if [ "$DRY_RUN" -eq 1 ]; then
 fi
 status_cmd="$SLURM_DIR/status.sh $EXPERIMENT ${SWEEP_ARGS[*]} --build-dir $BUILD_DIR --out $OUT"
 if [ -n "$ARRAY_ID" ]; then
-  say "array job $ARRAY_ID: cells $SPEC${MAX_PARALLEL:+, at most $MAX_PARALLEL at once}, $CPUS CPU(s) each"
+  say "array job $ARRAY_ID: cells $SPEC${MAX_PARALLEL:+, at most $MAX_PARALLEL at once}, $CPUS CPU(s) each, requeueable$([ "$CHECKPOINT_EVERY" -eq 0 ] || printf ', checkpoint every %s updates' "$CHECKPOINT_EVERY")"
 fi
 say "merge job $MERGE_ID: ${ARRAY_ID:+runs after every cell succeeded (afterok:$ARRAY_ID), }merges${PLOT_SCRIPT:+ and plots}"
 say "logs:    ${ARRAY_ID:+$LOGS/${EXPERIMENT}_${ARRAY_ID}_<cell>.out, }$LOGS/${EXPERIMENT}_merge_$MERGE_ID.out"

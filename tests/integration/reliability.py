@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Reliability of every experiment binary at tiny scale: determinism, kills, full and read-only disks.
 
-usage: reliability.py BIN_DIR [--only NAME] [--kills K] [--seed S]
+usage: reliability.py BIN_DIR [--only NAME] [--kills K] [--seed S] [--no-checkpoints]
 
 For every experiment that ships experiments/<name>/configs/tiny.ini (a grid that runs in seconds):
   1. determinism: two uninterrupted runs with the same seed and threads give byte-identical
@@ -15,7 +15,16 @@ For every experiment that ships experiments/<name>/configs/tiny.ini (a grid that
      --force rerun must exit 1 with a message naming the output path and the system error, with
      every earlier file byte-identical afterwards;
   4. read-only disk: the same tmpfs remounted read-only, a --force rerun must exit 1 or 2 naming the
-     directory, earlier files intact.
+     directory, earlier files intact;
+  5. checkpoints inside a cell (--checkpoint-every): one training cell of the tiny grid (CKPT
+     below: the sweep keys fixed to one value, seeds=1, more steps so that training lasts long
+     enough to be interrupted) is run uninterrupted, then with --checkpoint-every N: SIGKILLed as
+     soon as its first checkpoint file appears (polled), --status must call it "partial", rerun
+     and SIGKILLed again as soon as it has saved a newer checkpoint, then rerun to the end, which
+     must report that it resumed. After every kill no cell file exists yet and every visible
+     checkpoint file is whole (header and length); at the end the merged tables equal the
+     uninterrupted run's (all but the nondeterministic_columns of meta.json, byte for byte) and
+     no checkpoint or temporary file is left.
 Parts 3 and 4 need to mount a tmpfs (root with CAP_SYS_ADMIN); elsewhere they are skipped with a
 message saying so. Exit status 0 all checks pass; 1 otherwise.
 """
@@ -139,12 +148,144 @@ def disk_checks(binary, name, ref, tmp):
         umount(mnt)
 
 
+# Part 5, per experiment: the cell (sweep key -> value), overrides that make its training last a
+# second or so (tiny cells train in milliseconds), and --checkpoint-every. Each cell is one that
+# trains: position_extrapolation's rope_pi trains two phases (pretrain, finetune),
+# norm_stability's batch study trains one run per batch size with BatchNorm (running statistics
+# are buffers), attention_ablations' majority arm is the encoder-decoder family,
+# parallel_speedup's lstm/params cell runs the time-to-accuracy training.
+CKPT = {
+    "long_range_recall": ({"task": "copy_memory", "model": "transformer_decoder"},
+                          {"steps": 600, "log_every": 50}, 50),
+    "position_extrapolation": ({"task": "copy", "positional_encoding": "rope_pi"},
+                               {"steps": 400, "finetune_steps": 300, "log_every": 50}, 40),
+    "norm_stability": ({"study": "batch", "norm": "batch_norm"},
+                       {"steps": 300, "log_every": 50, "divergence_factor": 1000}, 30),
+    "attention_ablations": ({"arm": "majority:encoder_decoder:separate:2"},
+                            {"steps": 300, "eval_every": 100}, 30),
+    "custom_example": ({"positional_encoding": "ramp"}, {"steps": 600}, 50),
+    "parallel_speedup": ({"model": "lstm", "match": "params"},
+                         {"seq_lens": "4", "thread_counts": "1", "tta_max_steps": 600,
+                          "tta_eval_every": 600, "tta_seeds": 1}, 50),
+}
+
+
+def checkpoint_file_whole(path):
+    """True if `path` is a complete seqlab checkpoint: "SEQLABCK", version, byte-order marker,
+    payload length, payload, 8-byte checksum (train/checkpoint.hpp)."""
+    try:
+        data = open(path, "rb").read()
+    except OSError:
+        return False
+    if len(data) < 24 or data[:8] != b"SEQLABCK":
+        return False
+    size = int.from_bytes(data[16:24], "little")
+    return len(data) == 24 + size + 8
+
+
+def checkpoint_state(ckdir):
+    """{file name: (inode, size, mtime_ns)} of the visible checkpoint files in ckdir."""
+    state = {}
+    try:
+        for f in os.listdir(ckdir):
+            if f.endswith(".ckpt") and not f.startswith("."):
+                try:
+                    st = os.stat(os.path.join(ckdir, f))
+                    state[f] = (st.st_ino, st.st_size, st.st_mtime_ns)
+                except OSError:
+                    pass
+    except OSError:
+        pass
+    return state
+
+
+def run_until(cmd, cond, timeout=120):
+    """Starts cmd and SIGKILLs it as soon as cond() holds (polled every millisecond). Returns
+    (landed, stderr text): landed = the process was killed while still running."""
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        t0 = time.monotonic()
+        landed = False
+        while p.poll() is None and time.monotonic() - t0 < timeout:
+            if cond():
+                p.send_signal(signal.SIGKILL)
+                landed = True
+                break
+            time.sleep(0.001)
+        if p.poll() is None and not landed:
+            p.send_signal(signal.SIGKILL)
+        p.wait()
+        err.seek(0)
+        return landed and p.returncode == -signal.SIGKILL, err.read().decode(errors="replace")
+
+
+def checkpoint_checks(binary, name, tmp):
+    if name not in CKPT:
+        check(False, f"{name}: no checkpoint test configured (add the experiment to CKPT in {__file__})")
+        return
+    cell, overrides, every = CKPT[name]
+    args = ["--seeds=1"] + [f"--{k}={v}" for k, v in {**cell, **overrides}.items()]
+    listing = subprocess.run([binary, "--scale", "tiny", *args, "--list-cells"],
+                             capture_output=True, text=True)
+    if not check(listing.returncode == 0 and len(listing.stdout.splitlines()) == 1,
+                 f"{name}: checkpoint test: the overrides select one cell ({listing.stdout.strip()!r} {listing.stderr.strip()!r})"):
+        return
+    ref = os.path.join(tmp, "ckpt_ref")
+    t0 = time.monotonic()
+    r = run(binary, ref, args)
+    t_ref = time.monotonic() - t0
+    if not check(r.returncode == 0, f"{name}: checkpoint test: uninterrupted run exits 0 (stderr {r.stderr[-400:]})"):
+        return
+    want = tables(ref, name)
+    out = os.path.join(tmp, "ckpt_killed")
+    ckdir = os.path.join(out, "checkpoints")
+    cells = os.path.join(out, "cells")
+    cmd = [binary, "--scale", "tiny", "--out", out, *args, "--checkpoint-every", str(every)]
+
+    def visible_cells():
+        return [f for f in os.listdir(cells) if not f.startswith(".")] if os.path.isdir(cells) else []
+
+    def after_kill(what):
+        check(not visible_cells(), f"{name}: checkpoint test: no cell file after the {what} kill (the cell must still be running)")
+        files = checkpoint_state(ckdir)
+        check(files, f"{name}: checkpoint test: a checkpoint file exists after the {what} kill")
+        for f in files:
+            check(checkpoint_file_whole(os.path.join(ckdir, f)),
+                  f"{name}: checkpoint test: {f} is a whole checkpoint after the {what} kill")
+        return files
+
+    landed, _ = run_until(cmd + ["--quiet"], lambda: bool(checkpoint_state(ckdir)))
+    check(landed, f"{name}: checkpoint test: killed after the first checkpoint appeared, before the cell ended (uninterrupted run: {t_ref:.2f} s)")
+    first = after_kill("first")
+    st = subprocess.run([binary, "--scale", "tiny", *args, "--out", out, "--status"],
+                        capture_output=True, text=True)
+    check(st.returncode == 0 and " partial " in st.stdout,
+          f"{name}: checkpoint test: --status says partial after the kill (got {st.stdout.strip()!r})")
+    landed, err = run_until(cmd, lambda: any(v != first.get(k) for k, v in checkpoint_state(ckdir).items()))
+    check(landed, f"{name}: checkpoint test: second run killed after a newer checkpoint was saved")
+    check("resumed from checkpoint" in err, f"{name}: checkpoint test: the second run resumed (stderr {err[-400:]})")
+    after_kill("second")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0, f"{name}: checkpoint test: final run exits 0 (stderr {r.stderr[-400:]})")
+    check("resumed from checkpoint" in r.stderr, f"{name}: checkpoint test: the final run resumed (stderr {r.stderr[-400:]})")
+    if r.returncode == 0:
+        got = tables(out, name)
+        for f, text in want.items():
+            check(got.get(f) == text, f"{name}: checkpoint test: {f} after two kills and resumes equals the uninterrupted run")
+    left = os.listdir(ckdir) if os.path.isdir(ckdir) else []
+    check(not left, f"{name}: checkpoint test: no checkpoint or temporary file left ({left})")
+    hidden = [f for f in os.listdir(cells) if f.startswith(".")] if os.path.isdir(cells) else []
+    check(not hidden, f"{name}: checkpoint test: no temporary cell file left ({hidden})")
+    print(f"reliability: {name}: checkpoint test ({t_ref:.2f} s uninterrupted) done")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("bin_dir")
     ap.add_argument("--only")
     ap.add_argument("--kills", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-checkpoints", action="store_true", help="skip part 5")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     names = sorted(n for n in os.listdir(os.path.join(SRC, "experiments"))
@@ -188,6 +329,8 @@ def main():
             leftovers = [f for f in os.listdir(os.path.join(killed, "cells")) if f.startswith(".")]
             check(not leftovers, f"{name}: no temporary file left after the final run ({leftovers})")
             disk_checks(binary, name, ref, tmp)
+            if not a.no_checkpoints:
+                checkpoint_checks(binary, name, tmp)
             print(f"reliability: {name}: tiny run {t_ref:.1f} s, {kills} kills landed, checks done")
     if failures:
         print(f"reliability: {len(failures)} check(s) failed", file=sys.stderr)

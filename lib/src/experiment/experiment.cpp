@@ -54,7 +54,7 @@ namespace {
 // Run options: command line only (seed and seeds are experiment-level keys, see key_specs()).
 const std::vector<std::string> kRunFlags = {"help",  "config", "scale", "list-cells", "cell",
                                             "cells", "out",    "merge", "force",      "threads",
-                                            "quiet", "status"};
+                                            "quiet", "status", "checkpoint-every"};
 
 struct Invocation {
   bool help = false, list_cells = false, merge = false, force = false, quiet = false;
@@ -63,6 +63,7 @@ struct Invocation {
   std::size_t first = 0, last = 0;
   std::string out;
   int threads = 1;
+  int checkpoint_every = 0;
   std::uint64_t base_seed = 1;
   std::size_t replicates = 1;
   std::string config_path;
@@ -94,6 +95,13 @@ OptionSpec threads_spec() {
       .at_most(static_cast<double>(kMaxThreads));
 }
 
+OptionSpec checkpoint_every_spec() {
+  return int_option("checkpoint-every", 0, "updates",
+                    "save a training checkpoint every N updates (0 = off)")
+      .at_least(0)
+      .at_most(static_cast<double>(kMaxCheckpointEvery));
+}
+
 std::string quote_arg(const std::string& a) {
   if (!a.empty() && a.find_first_of(" \t\n'\"\\$`*?;&|<>()") == std::string::npos) return a;
   std::string out = "'";
@@ -116,11 +124,11 @@ std::string key_list(const std::vector<OptionSpec>& keys) {
 std::string help_text(const ExperimentSpec& spec, const std::vector<OptionSpec>& keys) {
   std::ostringstream h;
   h << "Usage: " << spec.name
-    << " [--scale quick|paper | --config FILE.ini] [--KEY=VALUE ...] [run options]\n\n";
+    << " [--scale tiny|quick|paper | --config FILE.ini] [--KEY=VALUE ...] [run options]\n\n";
   if (!spec.description.empty()) h << spec.description << "\n\n";
   h << "Run options (command line only):\n"
        "  --help               this text\n"
-       "  --scale NAME         load <experiment dir>/configs/NAME.ini (quick or paper); default quick\n"
+       "  --scale NAME         load <experiment dir>/configs/NAME.ini (tiny, quick or paper); default quick\n"
        "                       when --config is not given\n"
        "  --config FILE.ini    load FILE.ini instead (lines `key = value`, '#' comments)\n"
        "  --list-cells         print the grid, one `index key=value ... seed=r` line per cell, and exit\n"
@@ -139,7 +147,13 @@ std::string help_text(const ExperimentSpec& spec, const std::vector<OptionSpec>&
        "  --force              recompute cells that are already done (default: skip them)\n"
        "  --threads N          thread budget for OpenBLAS [threads, default 1]; an integer in [1, "
     << kMaxThreads << "]\n"
-       "  --quiet              no progress output\n\n"
+       "  --quiet              no progress output\n"
+       "  --checkpoint-every N save a training checkpoint every N updates (and at the end of each\n"
+       "                       training phase) in DIR/checkpoints/; a killed cell, rerun, resumes\n"
+       "                       from it with byte-identical results (wall-clock columns aside); a\n"
+       "                       finished cell removes its checkpoints [updates, default 0 = off];\n"
+       "                       an integer in [0, "
+    << kMaxCheckpointEvery << "]\n\n"
        "Keys (config file `key = value`, or --key=VALUE on the command line, which wins; a key\n"
        "set in neither has the built-in default shown). Sweep keys take comma-separated lists;\n"
        "the grid is their Cartesian product x seeds:\n";
@@ -174,7 +188,8 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
       "scale", po::value<std::string>())("list-cells", po::bool_switch())(
       "cell", po::value<std::string>())("cells", po::value<std::string>())(
       "out", po::value<std::string>())("merge", po::bool_switch())("force", po::bool_switch())(
-      "threads", po::value<std::string>())("quiet", po::bool_switch())("status", po::bool_switch());
+      "threads", po::value<std::string>())("quiet", po::bool_switch())("status", po::bool_switch())(
+      "checkpoint-every", po::value<std::string>());
   for (const auto& k : inv.keys) key_desc.add_options()(k.key.c_str(), po::value<std::string>());
   // Positional arguments are collected under a hidden name only to name them in the error.
   po::options_description hidden;
@@ -196,6 +211,7 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
         if (k.key == key) k.parse("", "the command line");  // throws ConfigError
       }
       if (key == "threads") threads_spec().parse("", "the command line");
+      if (key == "checkpoint-every") checkpoint_every_spec().parse("", "the command line");
     }
   }
 
@@ -321,6 +337,12 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
     inv.threads = static_cast<int>(std::get<std::int64_t>(
         threads_spec().parse(vm["threads"].as<std::string>(), "the command line").at(0)));
   }
+  if (vm.count("checkpoint-every")) {
+    inv.checkpoint_every = static_cast<int>(std::get<std::int64_t>(
+        checkpoint_every_spec()
+            .parse(vm["checkpoint-every"].as<std::string>(), "the command line")
+            .at(0)));
+  }
   cfg["threads"] = inv.threads;
   cfg["config_file"] = inv.config_path;
   cfg["scale"] = inv.scale.empty() ? nlohmann::json(nullptr) : nlohmann::json(inv.scale);
@@ -361,7 +383,8 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
   inv.out = vm.count("out") ? vm["out"].as<std::string>() : "results/" + spec.name;
   cfg["out"] = inv.out;
   if (!inv.list_cells && !inv.status) {  // queries read --out (status) or ignore it
-    const std::string why = check_output_dir(inv.out, "cells");
+    std::string why = check_output_dir(inv.out, "cells");
+    if (why.empty() && inv.checkpoint_every > 0) why = check_output_dir(inv.out, "checkpoints");
     if (!why.empty()) {
       throw ConfigError("--out: cannot write results to '" + inv.out + "': " + why +
                         "; expected a writable directory (or one that can be created)");
@@ -601,20 +624,59 @@ int merge(const Invocation& inv, const ExperimentSpec& spec, const std::string& 
   return 0;
 }
 
-// --status: one "<index> done|missing|corrupt <label>" line per cell of the range (all cells
+// "<cell file stem>": the cell's file name without ".json" (prefix of its checkpoint files).
+std::string cell_stem(const Cell& c, const std::string& experiment) {
+  std::string f = cell_file_name(c, experiment);
+  return f.substr(0, f.size() - 5);
+}
+
+// The checkpoint files "<stem>.<phase>.ckpt" of one cell in `dir` (none if it does not exist).
+std::vector<fs::path> cell_checkpoints(const fs::path& dir, const std::string& stem) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return out;
+  const std::string head = stem + ".", tail = ".ckpt";
+  for (const auto& e : it) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > head.size() + tail.size() && name.compare(0, head.size(), head) == 0 &&
+        name.compare(name.size() - tail.size(), tail.size(), tail) == 0) {
+      out.push_back(e.path());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Removes a cell's checkpoint files; returns how many. Errors are ignored (a leftover checkpoint
+// is never used by another cell: its name and identity belong to this one).
+std::size_t remove_cell_checkpoints(const fs::path& dir, const std::string& stem) {
+  std::size_t n = 0;
+  for (const auto& p : cell_checkpoints(dir, stem)) {
+    std::error_code ec;
+    if (fs::remove(p, ec)) ++n;
+  }
+  return n;
+}
+
+// --status: one "<index> done|missing|partial|corrupt <label>" line per cell of the range (all cells
 // without --cell/--cells) on stdout, each stored cell verified by load_cell as a run does; why a
 // cell is corrupt goes to stderr (unless --quiet). Reads only; creates and removes nothing.
 void print_status(const Invocation& inv, const ExperimentSpec& spec) {
   const fs::path cells_dir = fs::path(inv.out) / "cells";
+  const fs::path checkpoints_dir = fs::path(inv.out) / "checkpoints";
   const std::size_t first = inv.has_range ? inv.first : 0;
   const std::size_t last = inv.has_range ? inv.last : inv.cells.size() - 1;
   for (std::size_t i = first; i <= last; ++i) {
     const Cell& c = inv.cells[i];
     const fs::path file = cells_dir / cell_file_name(c, spec.name);
     const auto r = load_cell(file, c, c.fingerprint(spec.name), spec);
-    const char* state = r.status == StoredCell::Status::Ok        ? "done"
-                        : r.status == StoredCell::Status::Missing ? "missing"
-                                                                  : "corrupt";
+    const char* state = r.status == StoredCell::Status::Ok ? "done"
+                        : r.status == StoredCell::Status::Missing
+                            ? (cell_checkpoints(checkpoints_dir, cell_stem(c, spec.name)).empty()
+                                   ? "missing"
+                                   : "partial")
+                            : "corrupt";
     std::cout << c.index << " " << state << " " << c.label() << "\n";
     if (r.status == StoredCell::Status::Corrupt) {
       log(inv, spec, "cell " + std::to_string(c.index) + ": " + file.string() + ": " + r.why);
@@ -647,10 +709,13 @@ int execute(const Invocation& inv, const ExperimentSpec& spec) {
   const std::string start_utc = utc_now();
   set_num_threads(inv.threads);
   const fs::path cells_dir = fs::path(inv.out) / "cells";
+  const fs::path checkpoints_dir = fs::path(inv.out) / "checkpoints";
   create_output_dirs(cells_dir);
+  if (inv.checkpoint_every > 0) create_output_dirs(checkpoints_dir);
   // Temporary files of processes on this host that were killed mid-write.
-  const std::size_t stale =
-      remove_stale_temp_files(cells_dir.string()) + remove_stale_temp_files(inv.out);
+  const std::size_t stale = remove_stale_temp_files(cells_dir.string()) +
+                            remove_stale_temp_files(inv.out) +
+                            remove_stale_temp_files(checkpoints_dir.string());
   if (stale > 0) {
     log(inv, spec, "removed " + std::to_string(stale) +
                        " temporary file(s) left by killed processes on this host");
@@ -670,12 +735,18 @@ int execute(const Invocation& inv, const ExperimentSpec& spec) {
                                  std::to_string(inv.cells.size()) + " (" + c.label() + ")";
       const fs::path file = cells_dir / cell_file_name(c, spec.name);
       const auto fp = c.fingerprint(spec.name);
-      if (!inv.force) {
+      const std::string stem = cell_stem(c, spec.name);
+      if (inv.force) {
+        if (const std::size_t n = remove_cell_checkpoints(checkpoints_dir, stem)) {
+          log(inv, spec, prefix + ": --force: removed " + std::to_string(n) + " old checkpoint(s)");
+        }
+      } else {
         const auto stored = load_cell(file, c, fp, spec);
         if (stored.status == StoredCell::Status::Ok) {
           if (stored.json.value("git_commit", std::string()) != build.value("git_commit", "")) {
             ++other_commit;
           }
+          remove_cell_checkpoints(checkpoints_dir, stem);  // left by a kill after the write
           log(inv, spec, prefix + ": already done, skipped (--force recomputes)");
           continue;
         }
@@ -686,6 +757,11 @@ int execute(const Invocation& inv, const ExperimentSpec& spec) {
       }
       Cell run = c;
       run.quiet = inv.quiet;
+      run.checkpoint_every = inv.checkpoint_every;
+      run.checkpoint_prefix = (checkpoints_dir / stem).string();
+      run.checkpoint_identity = fp.dump() + " threads=" + std::to_string(inv.threads) +
+                                " seqlab=" + build.value("seqlab_version", "") +
+                                " commit=" + build.value("git_commit", "");
       const std::string cell_start = utc_now();
       const auto t0 = std::chrono::steady_clock::now();
       nlohmann::json tables = nlohmann::json::object();
@@ -727,6 +803,7 @@ int execute(const Invocation& inv, const ExperimentSpec& spec) {
                           {"checksum", cell_checksum(fp, tables)},
                           {"tables", tables}};
       write_file_atomic(file.string(), j.dump(1) + "\n");
+      remove_cell_checkpoints(checkpoints_dir, stem);
       log(inv, spec, prefix + ": done in " + seconds_text(wall) + " s");
     }
   }
@@ -798,6 +875,51 @@ bool flush_stdout(const ExperimentSpec& spec) {
 }
 
 }  // namespace
+
+seqlab::CheckpointOptions cell_checkpoint(const Cell& cell, const std::string& phase,
+                                          seqlab::Module* model, CellOutput& out) {
+  const bool ok = !phase.empty() && phase.size() <= 64 &&
+                  std::all_of(phase.begin(), phase.end(), [](char ch) {
+                    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
+                  });
+  if (!ok)
+    throw std::invalid_argument("cell_checkpoint: phase '" + phase +
+                                "': expected 1 to 64 letters, digits, '_' or '-'");
+  seqlab::CheckpointOptions o;
+  if (cell.checkpoint_every <= 0 || cell.checkpoint_prefix.empty()) return o;  // off
+  o.every = cell.checkpoint_every;
+  o.path = cell.checkpoint_prefix + "." + phase + ".ckpt";
+  o.identity = cell.checkpoint_identity + " phase=" + phase;
+  o.model = model;
+  o.notes = !cell.quiet;
+  CellOutput* output = &out;
+  o.state.add_custom(
+      "cell_output",
+      [output] {
+        nlohmann::json j = nlohmann::json::object();
+        for (const auto& [name, t] : output->tables()) j[name] = t.to_json();
+        return j.dump();
+      },
+      [output](const std::string& bytes) -> std::function<void()> {
+        std::map<std::string, Table> tables;
+        const nlohmann::json j = nlohmann::json::parse(bytes);  // throws on malformed text
+        if (!j.is_object()) throw CheckpointError("cell_output is not a JSON object");
+        for (const auto& [name, t] : j.items()) tables[name] = Table::from_json(t);
+        // Check against the declaration now, assign later (restore_tables checks again).
+        if (tables.size() != output->tables().size())
+          throw CheckpointError("cell_output has " + std::to_string(tables.size()) +
+                                " tables, this cell " + std::to_string(output->tables().size()));
+        for (const auto& [name, t] : tables) {
+          const auto it = output->tables().find(name);
+          if (it == output->tables().end() || it->second.columns != t.columns)
+            throw CheckpointError("cell_output table '" + name + "' is not this cell's");
+        }
+        return [output, tables = std::move(tables)]() mutable {
+          output->restore_tables(std::move(tables));
+        };
+      });
+  return o;
+}
 
 std::string cell_checksum(const nlohmann::json& fingerprint, const nlohmann::json& tables) {
   const nlohmann::json content = {{"fingerprint", fingerprint}, {"tables", tables}};

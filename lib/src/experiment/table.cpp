@@ -110,4 +110,21 @@ void CellOutput::add_row(const Row& row, const std::string& table) {
   tables_[table].append(row, table);
 }
 
+void CellOutput::restore_tables(std::map<std::string, Table> tables) {
+  if (declared_) {
+    if (tables.size() != tables_.size())
+      throw std::logic_error("CellOutput::restore_tables: " + std::to_string(tables.size()) +
+                             " tables given, " + std::to_string(tables_.size()) + " declared");
+    for (const auto& [name, t] : tables) {
+      const auto it = tables_.find(name);
+      if (it == tables_.end())
+        throw std::logic_error("CellOutput::restore_tables: table '" + name + "' is not declared");
+      if (t.columns != it->second.columns)
+        throw std::logic_error("CellOutput::restore_tables: table '" + name +
+                               "' has other columns than declared");
+    }
+  }
+  tables_ = std::move(tables);
+}
+
 }  // namespace seqlab::experiment

@@ -355,4 +355,21 @@ void EncoderDecoderModel::set_training(bool training) {
   if (head) head->set_training(training);
 }
 
+void EncoderDecoderModel::collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) {
+  embedding.collect_buffers(prefix + "embedding.", out);
+  src_positional->collect_buffers(prefix + "src_pos_embedding.", out);
+  tgt_positional->collect_buffers(prefix + "tgt_pos_embedding.", out);
+  src_dropout.collect_buffers(prefix + "src_dropout.", out);
+  tgt_dropout.collect_buffers(prefix + "tgt_dropout.", out);
+  for (std::size_t l = 0; l < encoder_layers.size(); ++l)
+    encoder_layers[l]->collect_buffers(
+        prefix + "transformer.encoder.layers." + std::to_string(l) + ".", out);
+  encoder_norm->collect_buffers(prefix + "transformer.encoder.norm.", out);
+  for (std::size_t l = 0; l < decoder_layers.size(); ++l)
+    decoder_layers[l]->collect_buffers(
+        prefix + "transformer.decoder.layers." + std::to_string(l) + ".", out);
+  decoder_norm->collect_buffers(prefix + "transformer.decoder.norm.", out);
+  if (head) head->collect_buffers(prefix + "head.", out);
+}
+
 }  // namespace seqlab

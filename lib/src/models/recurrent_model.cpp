@@ -71,4 +71,11 @@ std::string RecurrentModel::describe_body() const {
   return os.str();
 }
 
+void RecurrentModel::collect_body_buffers(const std::string& prefix,
+                                          std::vector<NamedBuffer>& out) {
+  std::visit([&](auto& l) { l.collect_buffers(prefix, out); }, layer_);
+  in_drop_.collect_buffers(prefix + "in_dropout.", out);
+  out_drop_.collect_buffers(prefix + "out_dropout.", out);
+}
+
 }  // namespace seqlab

@@ -167,4 +167,11 @@ void InputBodyHeadModel::set_training(bool training) {
   set_body_training(training);
 }
 
+void InputBodyHeadModel::collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) {
+  if (embedding) embedding->collect_buffers(prefix + "embedding.", out);
+  if (input) input->collect_buffers(prefix + "input.", out);
+  collect_body_buffers(prefix + cfg_.model + ".", out);
+  if (head) head->collect_buffers(prefix + "head.", out);
+}
+
 }  // namespace seqlab

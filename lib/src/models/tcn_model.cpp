@@ -68,4 +68,8 @@ std::string TCNModel::describe_body() const {
   return os.str();
 }
 
+void TCNModel::collect_body_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) {
+  tcn.collect_buffers(prefix, out);
+}
+
 }  // namespace seqlab

@@ -135,4 +135,13 @@ std::string TransformerModel::describe_body() const {
   return os.str();
 }
 
+void TransformerModel::collect_body_buffers(const std::string& prefix,
+                                            std::vector<NamedBuffer>& out) {
+  positional->collect_buffers(prefix + "pos_embedding.", out);
+  emb_dropout.collect_buffers(prefix + "emb_dropout.", out);
+  for (std::size_t l = 0; l < layers.size(); ++l)
+    layers[l]->collect_buffers(prefix + "layers." + std::to_string(l) + ".", out);
+  if (final_norm) final_norm->collect_buffers(prefix + "norm.", out);
+}
+
 }  // namespace seqlab

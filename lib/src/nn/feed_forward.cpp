@@ -84,4 +84,10 @@ Tensor3 FeedForward::backward(const Tensor3& dy) {
   return linear1.backward(dh);                            // a = linear1(x)
 }
 
+void FeedForward::collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) {
+  linear1.collect_buffers(prefix + "linear1.", out);
+  linear2.collect_buffers(prefix + "linear2.", out);
+  dropout.collect_buffers(prefix + "dropout.", out);
+}
+
 }  // namespace seqlab

@@ -399,4 +399,10 @@ std::unique_ptr<Norm> make_norm(const std::string& name, std::size_t d) {
   return norm_registry().get(name).create(d);
 }
 
+void BatchNorm::collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) {
+  out.push_back({prefix + "running_mean", &running_mean});
+  out.push_back({prefix + "running_var", &running_var});
+  out.push_back({prefix + "num_batches_tracked", &num_batches_tracked});
+}
+
 }  // namespace seqlab

@@ -15,6 +15,12 @@ std::vector<NamedParameter> Module::named_parameters(const std::string& prefix) 
   return out;
 }
 
+std::vector<NamedBuffer> Module::named_buffers(const std::string& prefix) {
+  std::vector<NamedBuffer> out;
+  collect_buffers(prefix, out);
+  return out;
+}
+
 std::vector<Parameter*> Module::parameters() {
   std::vector<Parameter*> out;
   for (auto& np : named_parameters()) out.push_back(np.param);

@@ -167,4 +167,17 @@ const Tensor1& TCN::input_grad_norms() const {
   return grad_norms_;
 }
 
+void TemporalBlock::collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) {
+  conv1.collect_buffers(prefix + "conv1.", out);
+  conv2.collect_buffers(prefix + "conv2.", out);
+  if (downsample) downsample->collect_buffers(prefix + "downsample.", out);
+  dropout1.collect_buffers(prefix + "dropout1.", out);
+  dropout2.collect_buffers(prefix + "dropout2.", out);
+}
+
+void TCN::collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) {
+  for (std::size_t i = 0; i < blocks_.size(); ++i)
+    blocks_[i].collect_buffers(prefix + "network." + std::to_string(i) + ".", out);
+}
+
 }  // namespace seqlab

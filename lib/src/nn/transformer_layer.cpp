@@ -218,4 +218,27 @@ const Tensor3& TransformerDecoderLayer::memory_grad() const {
   return dmemory_;
 }
 
+void TransformerEncoderLayer::collect_buffers(const std::string& prefix,
+                                              std::vector<NamedBuffer>& out) {
+  self_attn.collect_buffers(prefix + "self_attn.", out);
+  ff.collect_buffers(prefix, out);  // "linear1.*", "linear2.*", "dropout.rng"
+  norm1->collect_buffers(prefix + "norm1.", out);
+  norm2->collect_buffers(prefix + "norm2.", out);
+  dropout1.collect_buffers(prefix + "dropout1.", out);
+  dropout2.collect_buffers(prefix + "dropout2.", out);
+}
+
+void TransformerDecoderLayer::collect_buffers(const std::string& prefix,
+                                              std::vector<NamedBuffer>& out) {
+  self_attn.collect_buffers(prefix + "self_attn.", out);
+  if (multihead_attn) multihead_attn->collect_buffers(prefix + "multihead_attn.", out);
+  ff.collect_buffers(prefix, out);
+  norm1->collect_buffers(prefix + "norm1.", out);
+  norm2->collect_buffers(prefix + "norm2.", out);
+  if (norm3) norm3->collect_buffers(prefix + "norm3.", out);
+  dropout1.collect_buffers(prefix + "dropout1.", out);
+  dropout2.collect_buffers(prefix + "dropout2.", out);
+  dropout3.collect_buffers(prefix + "dropout3.", out);
+}
+
 }  // namespace seqlab

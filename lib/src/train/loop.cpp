@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -37,10 +38,47 @@ TrainResult train_loop(const TrainOptions& opt, const std::vector<Parameter*>& p
   if (!loss_and_grad)
     throw std::invalid_argument("train_loop: loss_and_grad is empty; a callable is required");
   schedule.validate();
+  const CheckpointOptions& ck = opt.checkpoint;
+  if (ck.every < 0)
+    throw std::invalid_argument("train_loop: checkpoint.every = " + std::to_string(ck.every) +
+                                "; must be >= 0 (0 turns checkpoints off)");
+  if (ck.every > 0 && ck.path.empty())
+    throw std::invalid_argument(
+        "train_loop: checkpoint.every = " + std::to_string(ck.every) +
+        " but checkpoint.path is empty; a checkpoint file is required");
 
   TrainResult result;
+  int first_step = 0;
+  if (ck.every > 0) {
+    try {
+      if (const auto c = read_checkpoint(ck.path)) {
+        if (c->identity != ck.identity)
+          throw CheckpointError("it belongs to another run (identity differs)");
+        if (c->total_steps != opt.steps || c->step < 0 || c->step > opt.steps)
+          throw CheckpointError("it was written at step " + std::to_string(c->step) + " of " +
+                                std::to_string(c->total_steps) + ", this run has " +
+                                std::to_string(opt.steps) + " steps");
+        restore_checkpoint(*c, ck, params, optim);
+        first_step = static_cast<int>(c->step);
+        result.steps_done = first_step;
+        result.last_loss = c->last_loss;
+        if (ck.notes) {
+          std::cerr << "note: " << (opt.label.empty() ? std::string() : opt.label + ": ")
+                    << "resumed from checkpoint '" << ck.path << "' at step " << first_step
+                    << " of " << opt.steps << std::endl;
+        }
+      }
+    } catch (const CheckpointError& e) {
+      const std::string why = e.what();
+      const std::string shown = why.rfind("'" + ck.path + "'", 0) == 0
+                                    ? why.substr(ck.path.size() + 4)  // drop "'<path>': "
+                                    : why;
+      std::cerr << "note: checkpoint '" << ck.path << "' ignored: " << shown
+                << "; training starts at step 0" << std::endl;
+    }
+  }
   Progress progress = Progress::for_stderr(opt.steps, opt.label, opt.quiet);
-  for (int step = 0; step < opt.steps; ++step) {
+  for (int step = first_step; step < opt.steps; ++step) {
     for (Parameter* p : params) p->zero_grad();
     optim.zero_grad();
 
@@ -66,6 +104,9 @@ TrainResult train_loop(const TrainOptions& opt, const std::vector<Parameter*>& p
     result.last_loss = loss;
     if (on_step) on_step(StepRecord{step, loss, norm, static_cast<double>(lr)});
     progress.update(step + 1, loss);
+    if (ck.every > 0 && ((step + 1) % ck.every == 0 || step + 1 == opt.steps)) {
+      write_checkpoint(ck.path, capture_checkpoint(ck, params, optim, step + 1, opt.steps, loss));
+    }
   }
   progress.finish();
   if (!result.diverged) {

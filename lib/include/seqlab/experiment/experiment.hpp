@@ -9,10 +9,11 @@
 //   --config FILE.ini      `key = value` lines ('#' comments); unknown keys are errors
 //   --KEY=VALUE            overrides any key (the command line wins over the file)
 //   --list-cells           prints the grid, one "index key=value ... seed=r" line per cell
-//   --status               prints "index done|missing|corrupt key=value ... seed=r", one line per
-//                          cell (of --cell/--cells if given) of <out>/cells/, each stored cell
-//                          verified as a run verifies it (below); why a cell is corrupt goes to
-//                          stderr. Runs and writes nothing (--out may be missing or read-only);
+//   --status               prints "index done|missing|partial|corrupt key=value ... seed=r", one
+//                          line per cell (of --cell/--cells if given) of <out>/cells/, each stored
+//                          cell verified as a run verifies it (below); "partial": not done, but
+//                          training checkpoints of it exist (a rerun resumes from them); why a
+//                          cell is corrupt goes to stderr. Runs and writes nothing (--out may be missing or read-only);
 //                          exit 0 whatever the states. experiments/slurm/ submits the cells that
 //                          are not done. (--list-cells wins over it; it wins over the run flags.)
 //   --cell N, --cells A-B  runs part of the grid (inclusive); without them all cells run, then merge
@@ -20,7 +21,21 @@
 //   --merge                joins the finished cells into <out>/<name>.csv (+ <name>_<table>.csv
 //                          for other tables) and <out>/<name>.meta.json; exit 1 naming missing
 //                          and corrupt cells
-//   --force                recomputes cells that are already done (default: resume, skip them)
+//   --force                recomputes cells that are already done (default: resume, skip them),
+//                          and removes their training checkpoints first (never resumes from them)
+//   --checkpoint-every N   checkpoints inside a cell: every training phase of a cell (a
+//                          train_loop call given cell_checkpoint(cell, phase, ...)) saves model
+//                          parameters and buffers, optimizer, random generators and data position
+//                          every N updates and at its end to <out>/checkpoints/<cell file stem>.
+//                          <phase>.ckpt, atomically. A killed cell, rerun, resumes from the last
+//                          checkpoint (a finished phase is skipped) and ends with the same metric
+//                          columns, byte for byte, as an uninterrupted run (wall-clock columns,
+//                          timing_columns, aside). A checkpoint is used only by the same cell
+//                          (fingerprint), --threads and build (git commit); a truncated, damaged or
+//                          foreign one is reported and ignored (the phase starts at step 0). When
+//                          the cell's result file is written, its checkpoints are removed.
+//                          Integer in [0, kMaxCheckpointEvery]; 0 (default) = off (checkpoints of
+//                          an earlier run are then not used, and removed when the cell finishes).
 //   --threads N            thread budget (seqlab::set_num_threads), default 1, in [1, kMaxThreads]
 //   --seed S               base seed (also `seed = S` in a config file), default 1, in
 //                          [0, 2^63-1]
@@ -84,6 +99,14 @@
 //     spec.run_cell = run_cell;
 //     return run_experiment(argc, argv, spec);
 //   }
+//
+// A cell that trains hands train_loop its checkpoint options, so --checkpoint-every works for it:
+//
+//   TrainOptions opt;  opt.steps = ...;
+//   opt.checkpoint = cell_checkpoint(cell, "train", model.get(), out);   // one name per phase
+//   opt.checkpoint.state.add("train_rng", train_rng);   // every value the steps change outside
+//   opt.checkpoint.state.add("window_loss", window);    // the model and the optimizer
+//   const TrainResult r = train_loop(opt, params, optim, schedule, loss_and_grad, on_step);
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -93,6 +116,7 @@
 #include "seqlab/experiment/grid.hpp"
 #include "seqlab/experiment/options.hpp"
 #include "seqlab/experiment/table.hpp"
+#include "seqlab/train/checkpoint.hpp"
 
 namespace seqlab::experiment {
 
@@ -100,6 +124,8 @@ namespace seqlab::experiment {
 inline constexpr std::int64_t kMaxSeeds = 100000;
 /// Upper bound of --threads.
 inline constexpr std::int64_t kMaxThreads = 1024;
+/// Upper bound of --checkpoint-every (updates).
+inline constexpr std::int64_t kMaxCheckpointEvery = 1000000000;
 /// Largest config file read (--config, --scale), bytes.
 inline constexpr std::size_t kMaxConfigBytes = 16u << 20;
 
@@ -138,6 +164,18 @@ int run_experiment(int argc, const char* const* argv, const ExperimentSpec& spec
 inline int run_experiment(int argc, char** argv, const ExperimentSpec& spec) {
   return run_experiment(argc, const_cast<const char* const*>(argv), spec);
 }
+
+/// Checkpoint options for training phase `phase` of `cell`, to put into TrainOptions::checkpoint:
+/// every = cell.checkpoint_every (0, off, unless --checkpoint-every was given), path
+/// cell.checkpoint_prefix + "." + phase + ".ckpt", identity cell.checkpoint_identity + the phase,
+/// model `model` (its named parameters and buffers are saved; may be null), notes unless --quiet,
+/// and the state of `out` (the rows run_cell has added so far, under the name "cell_output"), so
+/// rows added by a step callback survive a resume. Add the phase's own changing values (data
+/// generators, accumulators) with .state.add(...). `phase`: a name of letters, digits, '_', '-'
+/// unique within the cell (e.g. "train", "pretrain", "finetune", "run3"); anything else throws
+/// std::invalid_argument. `out` must outlive the returned options.
+seqlab::CheckpointOptions cell_checkpoint(const Cell& cell, const std::string& phase,
+                                          seqlab::Module* model, CellOutput& out);
 
 /// File name of a cell's result inside <out>/cells/: "<label>_<16 hex digits>.json", the label with
 /// characters other than letters, digits, '.', '-', '=' replaced by '_'.

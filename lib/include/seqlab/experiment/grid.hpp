@@ -43,6 +43,11 @@ struct Cell {
   Params params;               // every experiment key; sweep keys at this cell's value
   std::vector<std::string> sweep_keys;  // in grid order
   bool quiet = false;          // --quiet: run_cell should print nothing
+  // Checkpoints inside the cell (--checkpoint-every), set by run_experiment for the cell it runs;
+  // an experiment passes them to train_loop with cell_checkpoint (experiment.hpp).
+  int checkpoint_every = 0;          // save every N updates; 0 = off
+  std::string checkpoint_prefix;     // "<out>/checkpoints/<cell file stem>"; + ".<phase>.ckpt"
+  std::string checkpoint_identity;   // fingerprint, --threads and build the checkpoints belong to
 
   std::uint64_t stream_seed(std::uint64_t purpose) const {
     return experiment::stream_seed(base_seed, replicate, purpose);

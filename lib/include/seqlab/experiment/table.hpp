@@ -99,6 +99,10 @@ class CellOutput {
   /// for an undeclared table (when tables were declared) or columns that differ from the table's.
   void add_row(const Row& row, const std::string& table = kMainTable);
   const std::map<std::string, Table>& tables() const { return tables_; }
+  /// Replaces every table by `tables` (a checkpoint's copy of an earlier tables()). Throws
+  /// std::logic_error, changing nothing, if the table names differ from this output's (when
+  /// tables were declared) or a table's columns differ from its declared ones.
+  void restore_tables(std::map<std::string, Table> tables);
 
  private:
   std::map<std::string, Table> tables_;

@@ -175,6 +175,9 @@ class EncoderDecoderModel : public SequenceModel {
   std::size_t sequential_steps(std::size_t seq_len) const override;
 
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+  /// Buffers: "src_dropout.rng", "tgt_dropout.rng", then every layer's and norm's under the keys
+  /// of collect_parameters (BatchNorm statistics, dropout generators).
+  void collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) override;
   /// Forwards train/eval to the dropouts, layers and norms.
   void set_training(bool training) override;
 

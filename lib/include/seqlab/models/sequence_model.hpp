@@ -93,6 +93,9 @@ class InputBodyHeadModel : public SequenceModel {
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
   /// Forwards train/eval to the body (dropout).
   void set_training(bool training) override;
+  /// The body's buffers under "<cfg.model>." (collect_body_buffers); the input layer and the head
+  /// have none.
+  void collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) override;
 
   std::optional<Embedding> embedding;  // "embedding": embedding input
   std::optional<Linear> input;         // "input": linear input with embedding_dim > 0
@@ -112,6 +115,12 @@ class InputBodyHeadModel : public SequenceModel {
   virtual void collect_body_parameters(const std::string& prefix,
                                        std::vector<NamedParameter>& out) = 0;
   virtual void set_body_training(bool training) = 0;
+  /// The body's buffers (Module::collect_buffers). Default none; every built-in family overrides
+  /// it (dropout generators, BatchNorm statistics), and so must a family whose body has any.
+  virtual void collect_body_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) {
+    (void)prefix;
+    (void)out;
+  }
   /// The body part of describe(), e.g. "hidden=64 layers=2".
   virtual std::string describe_body() const = 0;
 

@@ -78,6 +78,7 @@ class TransformerModel : public InputBodyHeadModel {
   Tensor3 body_backward(const Tensor3& dh, Tensor2& step_norms) override;
   void collect_body_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
   void set_body_training(bool training) override;
+  void collect_body_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) override;
   std::string describe_body() const override;
 
  private:

@@ -57,6 +57,10 @@ class Dropout : public Module {
 
   /// Dropout has no parameters.
   void collect_parameters(const std::string&, std::vector<NamedParameter>&) override {}
+  /// One buffer, "<prefix>rng": the generator (its state is what a checkpoint must keep).
+  void collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) override {
+    out.push_back({prefix + "rng", &rng_});
+  }
 
  private:
   float p_;

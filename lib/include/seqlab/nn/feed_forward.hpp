@@ -46,6 +46,8 @@ class FeedForward : public Module {
 
   /// "linear1.weight" [F, D], "linear1.bias" [F], "linear2.weight" [D, F], "linear2.bias" [D].
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+  /// "dropout.rng" (the inner dropout's generator), as PyTorch's TransformerEncoderLayer.dropout.
+  void collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) override;
 
   std::size_t d_model() const { return d_model_; }
   std::size_t d_ff() const { return d_ff_; }

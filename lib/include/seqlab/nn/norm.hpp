@@ -172,6 +172,8 @@ class BatchNorm : public Norm {
   std::size_t dim() const override { return d_; }
   /// Lists "weight", "bias" (the buffers are not parameters: optimizers must not touch them).
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+  /// Lists the buffers "running_mean" [d], "running_var" [d], "num_batches_tracked".
+  void collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) override;
 
   /// Statistics of the last train-mode forward; count = 0 and empty mean/var before the first.
   const BatchStats& last_batch_stats() const { return last_stats_; }

@@ -74,6 +74,8 @@ class TemporalBlock : public Module {
   void freeze_dropout_masks(bool frozen);
 
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+  /// The dropout generators ("dropout1.rng", "dropout2.rng"; TCN: under "network.{i}.").
+  void collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) override;
 
   bool has_downsample() const { return downsample.has_value(); }
   /// Caches of the last forward (for tests that keep away from ReLU kinks): conv1 output a1,
@@ -119,6 +121,8 @@ class TCN : public Module {
   void freeze_dropout_masks(bool frozen);
 
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+  /// The dropout generators ("dropout1.rng", "dropout2.rng"; TCN: under "network.{i}.").
+  void collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) override;
 
   std::size_t num_levels() const { return blocks_.size(); }
   std::size_t num_inputs() const { return num_inputs_; }

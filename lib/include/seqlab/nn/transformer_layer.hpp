@@ -83,6 +83,9 @@ class TransformerEncoderLayer : public Module {
   /// Forwards train/eval to the dropouts (dropout1, dropout2, ff's) and the norms.
   void set_training(bool training) override;
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+  /// The norms' buffers ("norm1.running_mean"... for BatchNorm) and the dropout generators
+  /// ("dropout.rng" of the feed-forward, "dropout1.rng", "dropout2.rng"[, "dropout3.rng"]).
+  void collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) override;
 
   const TransformerLayerConfig& config() const { return cfg_; }
 
@@ -139,6 +142,9 @@ class TransformerDecoderLayer : public Module {
   /// Forwards train/eval to the dropouts and the norms.
   void set_training(bool training) override;
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+  /// The norms' buffers ("norm1.running_mean"... for BatchNorm) and the dropout generators
+  /// ("dropout.rng" of the feed-forward, "dropout1.rng", "dropout2.rng"[, "dropout3.rng"]).
+  void collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) override;
 
   const TransformerLayerConfig& config() const { return cfg_; }
   bool cross_attention() const { return cross_; }

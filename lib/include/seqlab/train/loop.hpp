@@ -1,13 +1,15 @@
 #pragma once
 // The training loop shared by every experiment. The caller's closure runs forward and backward
 // (adding into Parameter::grad); the loop does the rest: zero grads, divergence check, clipping,
-// learning-rate schedule, optimizer step, per-step callback, progress line.
+// learning-rate schedule, optimizer step, per-step callback, progress line, and optional
+// checkpoints (train/checkpoint.hpp) from which a killed run resumes bit for bit.
 #include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "seqlab/nn/parameter.hpp"
+#include "seqlab/train/checkpoint.hpp"
 #include "seqlab/train/optimizer.hpp"
 #include "seqlab/train/schedule.hpp"
 
@@ -18,6 +20,7 @@ struct TrainOptions {
   double clip_norm = 0;   // max global gradient norm (clip_grad_norm); 0: off; must be >= 0
   bool quiet = false;     // true: never draw the progress line
   std::string label;      // prefix of the progress line (e.g. "lstm T=100 seed 3")
+  CheckpointOptions checkpoint;  // off by default (checkpoint.every = 0); see train_loop
 };
 
 /// One completed update. `loss` as returned by loss_and_grad; `grad_norm` the global gradient norm
@@ -59,10 +62,31 @@ struct TrainResult {
 /// diverged with diverged_step = opt.steps (see TrainResult), diverged_what "parameters
 /// non-finite (first: <name> = <value>)". (Earlier non-finite parameters show up as a non-finite
 /// loss at the next step.)
+/// Checkpoints (opt.checkpoint.every = N > 0):
+///   - at start, if opt.checkpoint.path holds a checkpoint with this identity, written for
+///     opt.steps updates, whose parameters, buffers, optimizer state and caller state match this
+///     run, it is restored (all of it, restore_checkpoint) and the loop continues at its step k:
+///     steps 0..k−1 are not run and on_step is not called for them (the caller's state restored
+///     from the checkpoint holds what they produced); steps_done and last_loss start from the
+///     checkpoint's. A checkpoint at k = opt.steps ends the run at once (a finished phase is
+///     skipped). A file that cannot be used (unreadable, truncated, checksum mismatch, another
+///     identity, another step count, a mismatch) is reported on stderr ("note: checkpoint
+///     '<path>' ignored: <why>; training starts at step 0") and ignored: it never fails the run.
+///   - after the update of step s and its on_step call, when s+1 is a multiple of N or s+1 =
+///     opt.steps: capture_checkpoint is written atomically to opt.checkpoint.path (replacing the
+///     previous one). Nothing is saved at a divergence or when loss_and_grad / on_step throws, so a
+///     resumed run repeats those steps and ends the same way.
+///   The result, the parameters, the optimizer state and every on_step record (the caller keeps
+///   what it accumulates in opt.checkpoint.state) are bit for bit those of an uninterrupted run,
+///   provided that all state the steps change is in the model (parameters and buffers), the
+///   optimizer or opt.checkpoint.state.
+///   A checkpoint that cannot be written is a runtime error (std::runtime_error naming the path and
+///   the system error; the previous checkpoint file stays whole).
 /// Divergence is a result, never an exception. Progress line: see Progress::for_stderr (stderr,
 /// only when it is a terminal and !opt.quiet; nothing is written to stderr otherwise).
 /// Throws std::invalid_argument before any step for opt.steps < 0, opt.clip_norm < 0 or NaN, a
-/// null pointer in `params`, an empty loss_and_grad, or an invalid schedule (LrSchedule::validate).
+/// null pointer in `params`, an empty loss_and_grad, an invalid schedule (LrSchedule::validate), or
+/// opt.checkpoint.every < 0, or every > 0 with an empty path.
 /// Exceptions thrown by loss_and_grad or on_step propagate (the progress line is ended first).
 TrainResult train_loop(const TrainOptions& opt, const std::vector<Parameter*>& params,
                        Optimizer& optim, const LrSchedule& schedule,
