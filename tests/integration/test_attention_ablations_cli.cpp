@@ -3,24 +3,17 @@
 // the attention logits (shared W_Q = W_K: 0 up to rounding; separate: clearly not), matched
 // parameter counts, and determinism. Runs the built executable in temporary directories.
 #include <catch2/catch.hpp>
+#include "cli.hpp"
 #include "temp_dir.hpp"
-
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
-extern char** environ;
-
 namespace fs = std::filesystem;
+using namespace seqlab::test::cli;
 
 namespace {
 struct TempDir : seqlab::test::TempDir {
@@ -29,93 +22,9 @@ struct TempDir : seqlab::test::TempDir {
 
 const std::string kBinary = SEQLAB_EXPERIMENTS_BIN_DIR "/attention_ablations";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::size_t count_lines(const std::string& s) {
-  std::size_t n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
-struct Run {
-  int code;
-  std::string out, err;
-};
-
 // Runs the binary with `args` to completion; stdout/stderr go to files in `io_dir`.
 Run run(const std::vector<std::string>& args, const fs::path& io_dir) {
-  std::vector<std::string> all = {kBinary};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, (io_dir / "stdout.txt").c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, (io_dir / "stderr.txt").c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, kBinary.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  REQUIRE(rc == 0);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return {code, slurp(io_dir / "stdout.txt"), slurp(io_dir / "stderr.txt")};
-}
-
-// CSV (no quoted fields here) as rows of column -> value; the header is returned in `header`.
-std::vector<std::map<std::string, std::string>> parse_csv(const std::string& csv,
-                                                          std::vector<std::string>& header) {
-  std::istringstream in(csv);
-  std::string line;
-  std::vector<std::map<std::string, std::string>> rows;
-  header.clear();
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream ls(line);
-    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
-    if (!line.empty() && line.back() == ',') f.push_back("");
-    if (header.empty()) {
-      header = f;
-      continue;
-    }
-    REQUIRE(f.size() == header.size());
-    std::map<std::string, std::string> r;
-    for (std::size_t i = 0; i < f.size(); ++i) r[header[i]] = f[i];
-    rows.push_back(r);
-  }
-  return rows;
-}
-
-// The CSV without the column `drop`.
-std::string drop_column(const std::string& csv, const std::string& drop) {
-  std::istringstream in(csv);
-  std::string line, out;
-  long idx = -1;
-  bool header = true;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream ls(line);
-    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
-    if (header) {
-      for (std::size_t i = 0; i < f.size(); ++i)
-        if (f[i] == drop) idx = static_cast<long>(i);
-      header = false;
-    }
-    std::string row;
-    for (std::size_t i = 0; i < f.size(); ++i)
-      if (static_cast<long>(i) != idx) row += (row.empty() ? "" : ",") + f[i];
-    out += row + "\n";
-  }
-  REQUIRE(idx >= 0);
-  return out;
+  return seqlab::test::cli::run(kBinary, args, io_dir);
 }
 
 const std::vector<std::string> kArms = {
@@ -153,14 +62,6 @@ const std::vector<std::string> kMainColumns = {
 const std::vector<std::string> kCurveColumns = {
     "experiment", "arm", "task", "arch", "qk", "n_heads", "seed", "step", "train_loss",
     "eval_loss", "eval_accuracy"};
-
-double num(const std::map<std::string, std::string>& r, const std::string& k) {
-  INFO(k << " = " << r.at(k));
-  std::size_t pos = 0;
-  const double v = std::stod(r.at(k), &pos);
-  REQUIRE(pos == r.at(k).size());
-  return v;
-}
 
 }  // namespace
 
@@ -234,8 +135,9 @@ TEST_CASE("attention_ablations writes every column, symmetric shared-QK logits a
   const std::string curve = slurp(ref / "attention_ablations_curve.csv");
   CHECK(fs::exists(ref / "attention_ablations.meta.json"));
 
-  std::vector<std::string> header;
-  const auto rows = parse_csv(csv, header);
+  const Csv main_table = parse_csv(csv);
+  const auto& header = main_table.header;
+  const auto& rows = main_table.rows;
   CHECK(header == kMainColumns);
   REQUIRE(rows.size() == kArms.size());
   std::map<std::string, std::map<std::string, std::string>> by_arm;
@@ -300,8 +202,9 @@ TEST_CASE("attention_ablations writes every column, symmetric shared-QK logits a
   CHECK(num(by_arm.at("lm:decoder:separate:2"), "best_accuracy") < 1.0);
   CHECK(by_arm.at("majority:encoder:separate:2").at("chance_accuracy") == "0.25");
 
-  std::vector<std::string> curve_header;
-  const auto crows = parse_csv(curve, curve_header);
+  const Csv curve_table = parse_csv(curve);
+  const auto& curve_header = curve_table.header;
+  const auto& crows = curve_table.rows;
   CHECK(curve_header == kCurveColumns);
   CHECK(crows.size() == 2 * kArms.size());  // evaluations after updates 3 and 6
   for (const auto& r : crows) {

@@ -6,19 +6,13 @@
 // the registry by the models and count_parameters, and its backward passes the finite-difference
 // gradient check.
 #include <catch2/catch.hpp>
+#include "cli.hpp"
 #include "gradcheck.hpp"
 #include "temp_dir.hpp"
-
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,58 +24,18 @@
 // executable, as in the experiment binary).
 #include "../../experiments/custom_example/ramp_encoding.cpp"
 
-extern char** environ;
-
 namespace fs = std::filesystem;
 using namespace seqlab;
+using namespace seqlab::test::cli;
 
 namespace {
 
 const std::string kBinary = SEQLAB_EXPERIMENTS_BIN_DIR "/custom_example";
 const std::string kTiny = SEQLAB_SOURCE_DIR "/experiments/custom_example/configs/tiny.ini";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct Run {
-  int code;
-  std::string out, err;
-};
-
 // Runs the binary with `args` to completion; stdout/stderr go to files in `io_dir`.
-Run run(std::vector<std::string> args, const fs::path& io_dir) {
-  args.insert(args.begin(), kBinary);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, (io_dir / "stdout.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, (io_dir / "stderr.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, kBinary.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  REQUIRE(rc == 0);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return {code, slurp(io_dir / "stdout.txt"), slurp(io_dir / "stderr.txt")};
-}
-
-std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    std::vector<std::string> f;
-    std::stringstream ls(line);
-    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
-    rows.push_back(f);
-  }
-  return rows;
+Run run(const std::vector<std::string>& args, const fs::path& io_dir) {
+  return seqlab::test::cli::run(kBinary, args, io_dir);
 }
 
 const std::vector<std::string> kColumns = {
@@ -144,7 +98,7 @@ TEST_CASE("custom_example at tiny scale writes every column and reruns byte-iden
   const Run ra = run({"--config=" + kTiny, "--out=" + a.string(), "--quiet"}, d.path);
   REQUIRE(ra.code == 0);
   const std::string csv = slurp(a / "custom_example.csv");
-  const auto rows = parse_csv(csv);
+  const auto rows = split_csv(csv);
   REQUIRE(rows.size() == 1 + 4);  // header + (none, ramp) x 2 seeds
   CHECK(rows[0] == kColumns);
   CHECK(fs::exists(a / "custom_example.meta.json"));

@@ -3,31 +3,23 @@
 // parameter budgets), determinism, resume after SIGKILL, --force, rerun of a finished sweep,
 // divergence, corrupt cells. Runs the built executable in temporary directories.
 #include <catch2/catch.hpp>
+#include "cli.hpp"
 #include "temp_dir.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cctype>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-extern char** environ;
-
 namespace fs = std::filesystem;
+using namespace seqlab::test::cli;
 
 namespace {
 struct TempDir : seqlab::test::TempDir {
@@ -36,57 +28,14 @@ struct TempDir : seqlab::test::TempDir {
 
 const std::string kBinary = SEQLAB_EXPERIMENTS_BIN_DIR "/long_range_recall";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// Starts the binary with `args`, stdout/stderr to files in `io_dir`; returns the pid.
+pid_t spawn(const std::vector<std::string>& args, const fs::path& io_dir) {
+  return seqlab::test::cli::spawn(kBinary, args, io_dir);
 }
-
-std::size_t count_lines(const std::string& s) {
-  std::size_t n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
-// Starts the binary with `args`, stdout/stderr to files in `io_dir` (stdout to `stdout_path`
-// instead if given); returns the pid.
-pid_t spawn(const std::vector<std::string>& args, const fs::path& io_dir,
-            const std::string& stdout_path = "") {
-  std::vector<std::string> all = {kBinary};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  const std::string out_path =
-      stdout_path.empty() ? (io_dir / "stdout.txt").string() : stdout_path;
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, (io_dir / "stderr.txt").c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, kBinary.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  REQUIRE(rc == 0);
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-struct Run {
-  int code;
-  std::string out, err;
-};
 
 // Runs to completion; io files live in `io_dir` (must not be inside an --out directory).
 Run run(const std::vector<std::string>& args, const fs::path& io_dir) {
-  const int code = wait_exit(spawn(args, io_dir));
-  return {code, slurp(io_dir / "stdout.txt"), slurp(io_dir / "stderr.txt")};
+  return seqlab::test::cli::run(kBinary, args, io_dir);
 }
 
 // The tiny config every run starts from (the quick config would be slow): every task and model,
@@ -107,65 +56,6 @@ std::vector<std::string> tiny(const fs::path& ini, const fs::path& out, std::vec
   std::vector<std::string> a = {"--config=" + ini.string(), "--out=" + out.string()};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
-}
-
-// A parsed CSV: header and rows of fields (fields never contain commas here).
-struct Csv {
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-  std::size_t col(const std::string& name) const {
-    for (std::size_t i = 0; i < header.size(); ++i)
-      if (header[i] == name) return i;
-    FAIL("column " << name << " missing");
-    return 0;
-  }
-  std::string at(std::size_t row, const std::string& name) const { return rows.at(row).at(col(name)); }
-};
-
-Csv parse_csv(const std::string& text) {
-  Csv c;
-  std::istringstream in(text);
-  std::string line;
-  bool first = true;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream ls(line);
-    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
-    if (!line.empty() && line.back() == ',') f.push_back("");
-    if (first) {
-      c.header = f;
-      first = false;
-    } else {
-      c.rows.push_back(f);
-    }
-  }
-  return c;
-}
-
-// CSV text without the column `drop` (by header name); fields never contain commas here.
-std::string drop_column(const std::string& csv, const std::string& drop) {
-  std::istringstream in(csv);
-  std::string line, out;
-  long idx = -1;
-  bool header = true;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream ls(line);
-    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
-    if (header) {
-      for (std::size_t i = 0; i < f.size(); ++i)
-        if (f[i] == drop) idx = static_cast<long>(i);
-      header = false;
-    }
-    std::string row;
-    for (std::size_t i = 0; i < f.size(); ++i) {
-      if (static_cast<long>(i) == idx) continue;
-      row += (row.empty() ? "" : ",") + f[i];
-    }
-    out += row + "\n";
-  }
-  REQUIRE(idx >= 0);
-  return out;
 }
 
 std::size_t cell_files(const fs::path& out) {
@@ -307,7 +197,7 @@ TEST_CASE("long_range_recall runs every task and model and writes valid tables",
   const std::vector<std::string> models = {"rnn", "lstm", "gru", "tcn", "transformer_decoder"};
   for (std::size_t i = 0; i < 20; ++i) {
     INFO("row " << i);
-    for (const auto& f : main_csv.rows[i]) CHECK_FALSE(f.empty());
+    for (const auto& [column, f] : main_csv.rows[i]) CHECK_FALSE(f.empty());
     CHECK(main_csv.at(i, "task") == tasks[i / 5]);  // grid order: task, model, length, seed
     CHECK(main_csv.at(i, "model") == models[i % 5]);
     CHECK(main_csv.at(i, "diverged") == "0");

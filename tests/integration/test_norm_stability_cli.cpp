@@ -3,18 +3,12 @@
 // two mechanisms the experiment relies on, through the model itself: BatchNorm's eval mode uses
 // the running statistics, and masked_batch_norm ignores the padded positions.
 #include <catch2/catch.hpp>
+#include "cli.hpp"
 #include "temp_dir.hpp"
-
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,10 +21,14 @@
 #include "seqlab/nn/norm.hpp"
 #include "seqlab/tasks/majority.hpp"
 
-extern char** environ;
-
 namespace fs = std::filesystem;
 using namespace seqlab;
+using seqlab::test::cli::count_lines;
+using seqlab::test::cli::Csv;
+using seqlab::test::cli::drop_column;
+using seqlab::test::cli::parse_csv;
+using seqlab::test::cli::Run;
+using seqlab::test::cli::slurp;
 
 namespace {
 struct TempDir : seqlab::test::TempDir {
@@ -39,44 +37,8 @@ struct TempDir : seqlab::test::TempDir {
 
 const std::string kBinary = SEQLAB_EXPERIMENTS_BIN_DIR "/norm_stability";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::size_t count_lines(const std::string& s) {
-  std::size_t n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
-struct Run {
-  int code;
-  std::string out, err;
-};
-
 Run run(const std::vector<std::string>& args, const fs::path& io_dir) {
-  std::vector<std::string> all = {kBinary};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  const std::string out_path = (io_dir / "stdout.txt").string();
-  const std::string err_path = (io_dir / "stderr.txt").string();
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, kBinary.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  REQUIRE(rc == 0);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return {code, slurp(out_path), slurp(err_path)};
+  return seqlab::test::cli::run(kBinary, args, io_dir);
 }
 
 // A tiny but real design: every study, three norms, one seed, a 1-layer d_model = 8 model.
@@ -99,49 +61,8 @@ std::vector<std::string> tiny(const fs::path& out, std::vector<std::string> extr
   return a;
 }
 
-// A parsed CSV: header and rows of fields (no field here contains a comma or a quote).
-struct Csv {
-  std::vector<std::string> header;
-  std::vector<std::map<std::string, std::string>> rows;
-};
-
-Csv parse_csv(const std::string& text) {
-  Csv c;
-  std::istringstream in(text);
-  std::string line;
-  bool first = true;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream ls(line);
-    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
-    if (!line.empty() && line.back() == ',') f.push_back("");
-    if (first) {
-      c.header = f;
-      first = false;
-      continue;
-    }
-    REQUIRE(f.size() == c.header.size());
-    std::map<std::string, std::string> r;
-    for (std::size_t i = 0; i < f.size(); ++i) r[c.header[i]] = f[i];
-    c.rows.push_back(r);
-  }
-  return c;
-}
-
-std::string without_column(const std::string& csv, const std::string& drop) {
-  const Csv c = parse_csv(csv);
-  std::string out;
-  for (std::size_t i = 0; i < c.header.size(); ++i)
-    if (c.header[i] != drop) out += c.header[i] + ",";
-  out += "\n";
-  for (const auto& r : c.rows) {
-    for (const auto& h : c.header)
-      if (h != drop) out += r.at(h) + ",";
-    out += "\n";
-  }
-  return out;
-}
-
+// The field `k` as a number: std::stod of it, trailing text not checked (seqlab::test::cli::num
+// would also require the whole field to be the number).
 double num(const std::map<std::string, std::string>& r, const std::string& k) {
   return std::stod(r.at(k));
 }
@@ -268,8 +189,8 @@ TEST_CASE("norm_stability writes valid deterministic CSVs of every run", "[integ
   // Same seed and threads: identical numbers (but the wall-clock column), byte for byte.
   const fs::path again = d.path / "again";
   REQUIRE(run(tiny(again), d.path).code == 0);
-  CHECK(without_column(slurp(again / "norm_stability.csv"), "train_time_s") ==
-        without_column(main_csv, "train_time_s"));
+  CHECK(drop_column(slurp(again / "norm_stability.csv"), "train_time_s") ==
+        drop_column(main_csv, "train_time_s"));
   CHECK(slurp(again / "norm_stability_steps.csv") == steps_csv);
   CHECK(slurp(again / "norm_stability_eval.csv") == eval_csv);
 }

@@ -4,26 +4,18 @@
 // learned table too small for the longest evaluation, a missing corpus...) exits 2 naming the key
 // and writes nothing.
 #include <catch2/catch.hpp>
+#include "cli.hpp"
 #include "temp_dir.hpp"
-
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
-extern char** environ;
-
 namespace fs = std::filesystem;
+using namespace seqlab::test::cli;
 using Catch::Matchers::WithinAbs;
 using Catch::Matchers::WithinRel;
 
@@ -31,73 +23,8 @@ namespace {
 
 const std::string kBinary = SEQLAB_EXPERIMENTS_BIN_DIR "/position_extrapolation";
 
-struct Run {
-  int code;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 Run run(const std::vector<std::string>& args, const fs::path& io_dir) {
-  std::vector<std::string> all = {kBinary};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, (io_dir / "stdout.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, (io_dir / "stderr.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, kBinary.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  REQUIRE(rc == 0);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return {code, slurp(io_dir / "stdout.txt"), slurp(io_dir / "stderr.txt")};
-}
-
-/// A CSV without quoted fields (this experiment writes none) as header + rows of name -> text.
-struct Csv {
-  std::vector<std::string> header;
-  std::vector<std::map<std::string, std::string>> rows;
-  double num(std::size_t i, const std::string& col) const {
-    const auto it = rows.at(i).find(col);
-    REQUIRE(it != rows.at(i).end());
-    return std::stod(it->second);
-  }
-  const std::string& str(std::size_t i, const std::string& col) const { return rows.at(i).at(col); }
-};
-
-std::vector<std::string> split(const std::string& line) {
-  std::vector<std::string> f;
-  std::stringstream ss(line);
-  for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
-  if (!line.empty() && line.back() == ',') f.push_back("");
-  return f;
-}
-
-Csv read_csv(const fs::path& p) {
-  REQUIRE(fs::exists(p));
-  std::istringstream in(slurp(p));
-  Csv c;
-  std::string line;
-  REQUIRE(std::getline(in, line));
-  c.header = split(line);
-  while (std::getline(in, line)) {
-    const auto f = split(line);
-    REQUIRE(f.size() == c.header.size());
-    std::map<std::string, std::string> row;
-    for (std::size_t i = 0; i < f.size(); ++i) row[c.header[i]] = f[i];
-    c.rows.push_back(row);
-  }
-  return c;
+  return seqlab::test::cli::run(kBinary, args, io_dir);
 }
 
 /// Every encoding, every task, 1 seed: a few updates of a width-8 decoder. `extra` ("--key=value")
@@ -161,15 +88,15 @@ TEST_CASE("position_extrapolation trains every encoding on every task at tiny sc
   std::set<std::string> seen;
   for (std::size_t i = 0; i < ev.rows.size(); ++i) {
     INFO("eval row " << i);
-    const std::string task = ev.str(i, "task"), enc = ev.str(i, "positional_encoding");
-    seen.insert(task + "/" + enc + "/" + ev.str(i, "variant"));
+    const std::string task = ev.at(i, "task"), enc = ev.at(i, "positional_encoding");
+    seen.insert(task + "/" + enc + "/" + ev.at(i, "variant"));
     CHECK(ev.num(i, "eval_len") == 8 * ev.num(i, "eval_ratio"));
-    const std::string bucket = ev.str(i, "bucket");
+    const std::string bucket = ev.at(i, "bucket");
     const double n = ev.num(i, "n_scored");
     // At 1x L_train no position lies beyond L_train; the bucket is empty (n 0, loss nan).
     if (bucket == "beyond_train_len" && ev.num(i, "eval_ratio") == 1) {
       CHECK(n == 0);
-      CHECK(ev.str(i, "loss_nats") == "nan");
+      CHECK(ev.at(i, "loss_nats") == "nan");
       continue;
     }
     if (bucket == "all") CHECK(n > 0);
@@ -188,7 +115,7 @@ TEST_CASE("position_extrapolation trains every encoding on every task at tiny sc
   }
   // Copy at length 8: n = 3 symbols, 4 rows -> 12 scored positions, all < L_train.
   for (std::size_t i = 0; i < ev.rows.size(); ++i)
-    if (ev.str(i, "task") == "copy" && ev.num(i, "eval_len") == 8 && ev.str(i, "bucket") == "all")
+    if (ev.at(i, "task") == "copy" && ev.num(i, "eval_len") == 8 && ev.at(i, "bucket") == "all")
       CHECK(ev.num(i, "n_scored") == 12);
   // Steps: pretraining 6 updates logged every 3 (rows 3, 6) per training cell, fine-tune 3 (row 3).
   const Csv steps = read_csv(out / "position_extrapolation_steps.csv");
@@ -224,7 +151,7 @@ TEST_CASE("position_extrapolation analysis numbers match closed forms", "[integr
       const double claimed = k == 1 ? 0.92 : k == 10 ? 0.65 : k == 100 ? 0.12 : -0.06;
       CHECK(sim.num(i, "claimed_cosine") == claimed);
     } else {
-      CHECK(sim.str(i, "claimed_cosine") == "nan");
+      CHECK(sim.at(i, "claimed_cosine") == "nan");
     }
   }
   // The values behind the verdict (numpy: mean(cos(k * 10000**(-2i/512)))).
@@ -240,7 +167,7 @@ TEST_CASE("position_extrapolation analysis numbers match closed forms", "[integr
   REQUIRE(!res.rows.empty());
   for (std::size_t i = 0; i < res.rows.size(); ++i) {
     const auto D = static_cast<std::size_t>(res.num(i, "d_model"));
-    const std::string band = res.str(i, "band");
+    const std::string band = res.at(i, "band");
     const std::size_t lo = band == "low" ? D / 4 : 0, hi = band == "high" ? D / 4 : D / 2;
     const double k = res.num(i, "distance");
     double c = 0;
@@ -254,7 +181,7 @@ TEST_CASE("position_extrapolation analysis numbers match closed forms", "[integr
   REQUIRE(al.rows.size() == 12);
   for (std::size_t i = 0; i < al.rows.size(); ++i) {
     const auto D = static_cast<std::size_t>(al.num(i, "d_model"));
-    const std::string band = al.str(i, "band");
+    const std::string band = al.at(i, "band");
     const std::size_t lo = band == "low" ? D / 4 : 0, hi = band == "high" ? D / 4 : D / 2;
     const double two_pi = 2 * std::acos(-1.0);
     CHECK(al.num(i, "n_frequencies") == double(hi - lo));
@@ -277,9 +204,9 @@ TEST_CASE("position_extrapolation analysis numbers match closed forms", "[integr
   const double e_abs = std::sqrt(2 / std::acos(-1.0)) * std::sqrt(2.0) *
                        std::exp(std::lgamma((hd + 1) / 2.0) - std::lgamma(hd / 2.0));
   for (std::size_t i = 0; i < rd.rows.size(); ++i) {
-    const std::string enc = rd.str(i, "positional_encoding");
+    const std::string enc = rd.at(i, "positional_encoding");
     const double s = rd.num(i, "scale"), dist = rd.num(i, "distance");
-    curves.insert(enc + "/" + rd.str(i, "scale"));
+    curves.insert(enc + "/" + rd.at(i, "scale"));
     CHECK(rd.num(i, "head_dim") == hd);
     CHECK(rd.num(i, "n_samples") == 2000);
     std::vector<double> theta(hd / 2);
@@ -307,7 +234,7 @@ TEST_CASE("position_extrapolation analysis numbers match closed forms", "[integr
   // Analysis cells write one main-table row each and no training rows.
   const Csv runs = read_csv(out / "position_extrapolation.csv");
   CHECK(runs.rows.size() == 7);
-  for (std::size_t i = 0; i < runs.rows.size(); ++i) CHECK(runs.str(i, "variant") == "analysis");
+  for (std::size_t i = 0; i < runs.rows.size(); ++i) CHECK(runs.at(i, "variant") == "analysis");
   CHECK(read_csv(out / "position_extrapolation_eval.csv").rows.empty());
 }
 

@@ -12,42 +12,21 @@ from any directory.
 """
 import csv
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 
-SRC = os.environ.get("SEQLAB_SOURCE_DIR") or os.path.abspath(
-    os.path.join(os.path.dirname(__file__), "..", ".."))
-PLOTS = os.path.join(SRC, "plots")
-SCRIPT = os.path.join(PLOTS, "plot_attention_ablations.py")
-FIXTURE = os.path.join(SRC, "tests", "plots", "fixtures", "attention_ablations")
-sys.path.insert(0, PLOTS)
-import plot_attention_ablations as plot  # noqa: E402
-import seqlab_style as st  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_test_support import (check, check_figures, drop_column, finish, fixture_dir,  # noqa: E402
+                               fresh, import_plots_module, plot_script, read_rows, run_script,
+                               write_rows)
+
+SCRIPT = plot_script("attention_ablations")
+FIXTURE = fixture_dir("attention_ablations")
+plot = import_plots_module("plot_attention_ablations")
+st = import_plots_module("seqlab_style")
 
 NAME = "attention_ablations"
 VERDICTS = ("holds", "fails", "inconclusive")
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def run(res):
-    return subprocess.run([sys.executable, SCRIPT, res], capture_output=True, text=True,
-                          cwd=tempfile.gettempdir())
-
-
-def drop_column(path, column):
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    i = rows[0].index(column)
-    with open(path, "w", newline="") as f:
-        csv.writer(f, lineterminator="\n").writerows([r[:i] + r[i + 1:] for r in rows])
 
 
 def fixture_rows(res):
@@ -57,14 +36,11 @@ def fixture_rows(res):
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        res = os.path.join(tmp, NAME)
-        shutil.copytree(FIXTURE, res)
-        r = run(res)
+        res = fresh(FIXTURE, tmp, NAME)
+        r = run_script(SCRIPT, res)
         check(r.returncode == 0, f"plot script exit {r.returncode}: {r.stderr}")
-        for stem in ("qk", "qk_curves", "heads", "arch"):
-            for ext in ("png", "pdf"):
-                p = os.path.join(res, "figures", f"{NAME}_{stem}.{ext}")
-                check(os.path.isfile(p) and os.path.getsize(p) > 1000, f"missing figure {p}")
+        check_figures(res, [f"{NAME}_{stem}" for stem in ("qk", "qk_curves", "heads", "arch")],
+                      "missing figure {path}")
 
         rows = plot.verdicts(res)
         for v in rows:
@@ -113,10 +89,9 @@ def main():
         check(plot.compare([1, 1], [0, 0], 0.02)[0] == "unclear", "compare: too few seeds")
 
         # A column removed: exit 2 naming it; verdicts() raises DataError.
-        bad = os.path.join(tmp, "bad")
-        shutil.copytree(FIXTURE, bad)
+        bad = fresh(FIXTURE, tmp, "bad")
         drop_column(os.path.join(bad, NAME + ".csv"), "logit_asymmetry")
-        r = run(bad)
+        r = run_script(SCRIPT, bad)
         check(r.returncode == 2, f"missing column: exit {r.returncode}")
         check("logit_asymmetry" in r.stderr, f"missing column not named: {r.stderr!r}")
         try:
@@ -125,28 +100,21 @@ def main():
         except st.DataError as e:
             check("logit_asymmetry" in str(e), f"DataError does not name the column: {e}")
         # A missing curve CSV: exit 2 naming the file.
-        bad2 = os.path.join(tmp, "bad2")
-        shutil.copytree(FIXTURE, bad2)
+        bad2 = fresh(FIXTURE, tmp, "bad2")
         os.remove(os.path.join(bad2, NAME + "_curve.csv"))
-        r = run(bad2)
+        r = run_script(SCRIPT, bad2)
         check(r.returncode == 2, f"missing curve CSV: exit {r.returncode}")
         check(NAME + "_curve.csv" in r.stderr, f"missing file not named: {r.stderr!r}")
         # A non-numeric value: exit 2 naming the column.
-        bad3 = os.path.join(tmp, "bad3")
-        shutil.copytree(FIXTURE, bad3)
+        bad3 = fresh(FIXTURE, tmp, "bad3")
         path = os.path.join(bad3, NAME + ".csv")
-        with open(path, newline="") as f:
-            table = list(csv.reader(f))
+        table = read_rows(path)
         table[1][table[0].index("test_accuracy")] = "oops"
-        with open(path, "w", newline="") as f:
-            csv.writer(f, lineterminator="\n").writerows(table)
-        r = run(bad3)
+        write_rows(path, table)
+        r = run_script(SCRIPT, bad3)
         check(r.returncode == 2 and "test_accuracy" in r.stderr, f"non-numeric value: {r.returncode} {r.stderr!r}")
-    if failures:
-        print(f"{len(failures)} check(s) failed", file=sys.stderr)
-        sys.exit(1)
-    print("ok")
+    return finish("ok")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

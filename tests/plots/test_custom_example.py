@@ -9,59 +9,19 @@ row per sub-claim, computed from the CSV (an edited CSV changes the verdicts), a
 a CSV without a column makes the script exit 2 naming the column (and verdicts() raise DataError);
 a missing CSV likewise names the file; a CSV without the reference encoding names it.
 """
-import csv
-import importlib.util
-import io
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 
-SRC = os.environ.get("SEQLAB_SOURCE_DIR") or os.path.abspath(
-    os.path.join(os.path.dirname(__file__), "..", ".."))
-SCRIPT = os.path.join(SRC, "plots", "plot_custom_example.py")
-FIXTURE = os.path.join(SRC, "tests", "plots", "fixtures", "custom_example")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_test_support import (check, check_figures, check_verdict_rows, drop_column,  # noqa: E402
+                               finish, fixture_dir, fresh, import_plots_module, plot_script,
+                               rewrite_csv, run_script)
+
+SCRIPT = plot_script("custom_example")
+FIXTURE = fixture_dir("custom_example")
 FIGURES = ["custom_example_accuracy"]
 VERDICTS = ("holds", "fails", "depends on", "inconclusive")
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def load_module():
-    spec = importlib.util.spec_from_file_location("plot_custom_example", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def run(res):
-    return subprocess.run([sys.executable, SCRIPT, res], capture_output=True, text=True,
-                          cwd=tempfile.gettempdir())
-
-
-def fresh(tmp, name):
-    dst = os.path.join(tmp, name)
-    shutil.copytree(FIXTURE, dst)
-    return dst
-
-
-def rewrite_csv(path, fn):
-    """Rewrites `path` with fn(header, rows) -> (header, rows)."""
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    header, body = fn(rows[0], rows[1:])
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(header)
-    w.writerows(body)
-    with open(path, "w", newline="") as f:
-        f.write(out.getvalue())
 
 
 def set_accuracy(encoding, value):
@@ -75,30 +35,21 @@ def set_accuracy(encoding, value):
 
 
 def main():
-    mod = load_module()
+    mod = import_plots_module("plot_custom_example")
     with tempfile.TemporaryDirectory() as tmp:
         # 1. Figures.
-        res = fresh(tmp, "ok")
-        r = run(res)
+        res = fresh(FIXTURE, tmp, "ok")
+        r = run_script(SCRIPT, res)
         check(r.returncode == 0, f"plot script exits 0 (stderr: {r.stderr[-800:]})")
-        for stem in FIGURES:
-            for ext in ("png", "pdf"):
-                p = os.path.join(res, "figures", f"{stem}.{ext}")
-                check(os.path.isfile(p) and os.path.getsize(p) > 1000, f"{stem}.{ext} written")
+        check_figures(res, FIGURES)
 
         # 2. Verdicts: one row per sub-claim, well formed, nothing written.
-        res2 = fresh(tmp, "verdicts")
+        res2 = fresh(FIXTURE, tmp, "verdicts")
         before = sorted(os.listdir(res2))
         rows = mod.verdicts(res2)
         check(sorted(os.listdir(res2)) == before, "verdicts() writes nothing")
         check(len(rows) == 2, f"2 verdict rows (got {len(rows)})")
-        for row in rows:
-            check(set(row) == {"claim", "measured", "anchor", "verdict", "rule"},
-                  f"verdict row keys: {sorted(row)}")
-            check(any(row["verdict"].startswith(v) for v in VERDICTS),
-                  f"verdict value allowed: {row['verdict']!r}")
-            for k in ("claim", "measured", "anchor", "rule"):
-                check(isinstance(row[k], str) and len(row[k]) > 10, f"{k} is a sentence: {row[k]!r}")
+        check_verdict_rows(rows, VERDICTS)
         new, none = rows
         check("ramp" in new["claim"] and "sinusoidal" in new["claim"], f"claim 1: {new['claim']}")
         # The fixture (20 updates): ramp − sinusoidal = 0.063 ± 0.22 spans the −0.05 margin:
@@ -111,7 +62,7 @@ def main():
 
         # 3. Computed from the CSV: ramp equal to sinusoidal seed by seed -> holds; ramp far below
         #    -> fails; none near 1 -> fails; one seed -> inconclusive.
-        res3 = fresh(tmp, "edited")
+        res3 = fresh(FIXTURE, tmp, "edited")
         path = os.path.join(res3, "custom_example.csv")
         rewrite_csv(path, set_accuracy("sinusoidal", "0.9"))
         rewrite_csv(path, set_accuracy("ramp", "0.9"))
@@ -122,7 +73,7 @@ def main():
         rewrite_csv(path, set_accuracy("ramp", lambda b: {"0": "0.2", "1": "0.25", "2": "0.3"}[b[3]]))
         check(mod.verdicts(res3)[0]["verdict"] == "fails", "ramp far below sinusoidal -> fails")
 
-        res4 = fresh(tmp, "one_seed")
+        res4 = fresh(FIXTURE, tmp, "one_seed")
 
         def one_seed(header, body):
             i = header.index("seed")
@@ -132,14 +83,10 @@ def main():
             check(row["verdict"] == "inconclusive", f"one seed -> inconclusive ({row['verdict']})")
 
         # 4. A missing column: exit 2 naming it; verdicts() raises DataError.
-        res5 = fresh(tmp, "no_column")
+        res5 = fresh(FIXTURE, tmp, "no_column")
         path5 = os.path.join(res5, "custom_example.csv")
-
-        def drop(header, body):
-            i = header.index("test_accuracy")
-            return header[:i] + header[i + 1:], [b[:i] + b[i + 1:] for b in body]
-        rewrite_csv(path5, drop)
-        r = run(res5)
+        drop_column(path5, "test_accuracy")
+        r = run_script(SCRIPT, res5)
         check(r.returncode == 2, f"missing column -> exit 2 (got {r.returncode})")
         check("test_accuracy" in r.stderr, f"stderr names the column: {r.stderr!r}")
         try:
@@ -149,12 +96,12 @@ def main():
             check("test_accuracy" in str(e), f"DataError names the column: {e}")
 
         # 5. A missing CSV names the file; a CSV without the reference encoding names it.
-        res6 = fresh(tmp, "no_csv")
+        res6 = fresh(FIXTURE, tmp, "no_csv")
         os.remove(os.path.join(res6, "custom_example.csv"))
-        r = run(res6)
+        r = run_script(SCRIPT, res6)
         check(r.returncode == 2 and "custom_example.csv" in r.stderr,
               f"missing CSV -> exit 2 naming it ({r.returncode}, {r.stderr!r})")
-        res7 = fresh(tmp, "no_reference")
+        res7 = fresh(FIXTURE, tmp, "no_reference")
 
         def no_sin(header, body):
             i = header.index("positional_encoding")
@@ -166,11 +113,8 @@ def main():
         except mod.st.DataError as e:
             check("sinusoidal" in str(e), f"DataError names the missing encoding: {e}")
 
-    if failures:
-        print(f"{len(failures)} check(s) failed", file=sys.stderr)
-        sys.exit(1)
-    print("ok")
+    return finish("ok")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -15,38 +15,23 @@ gradients vanishing by 9 decades for RNN/LSTM/GRU and not for the Transformer: "
 and verdicts() raise DataError; a missing CSV likewise. Exit status 0 when every check passes.
 """
 import contextlib
-import csv
 import io
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 
-SRC = os.environ.get("SEQLAB_SOURCE_DIR") or os.path.abspath(
-    os.path.join(os.path.dirname(__file__), "..", ".."))
-PLOTS = os.path.join(SRC, "plots")
-FIXTURE = os.path.join(SRC, "tests", "plots", "fixtures", "long_range_recall")
-SCRIPT = os.path.join(PLOTS, "plot_long_range_recall.py")
-sys.path.insert(0, PLOTS)
-import plot_long_range_recall as plot  # noqa: E402
-import seqlab_style as st  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_test_support import (check, check_figures, drop_column, finish, fixture_dir,  # noqa: E402
+                               fresh, import_plots_module, plot_script, read_rows, run_script,
+                               snapshot, write_rows)
+
+SCRIPT = plot_script("long_range_recall")
+FIXTURE = fixture_dir("long_range_recall")
+plot = import_plots_module("plot_long_range_recall")
+st = import_plots_module("seqlab_style")
 
 NAME = "long_range_recall"
 FIGURES = [NAME + s for s in ("_distance", "_length", "_grad_norms", "_attention", "_curves")]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-    return cond
-
-
-def run(res):
-    return subprocess.run([sys.executable, SCRIPT, res], capture_output=True, text=True,
-                          cwd=tempfile.gettempdir())
 
 
 def run_in_process(res):
@@ -65,37 +50,15 @@ def table_path(res, suffix):
     return os.path.join(res, NAME + suffix + ".csv")
 
 
-def read(path):
-    with open(path, newline="") as f:
-        return list(csv.reader(f))
-
-
-def write(path, rows):
-    with open(path, "w", newline="") as f:
-        csv.writer(f, lineterminator="\n").writerows(rows)
-
-
-def drop_column(path, column):
-    rows = read(path)
-    i = rows[0].index(column)
-    write(path, [r[:i] + r[i + 1:] for r in rows])
-
-
 def edit(path, match, column, value):
     """Sets `column` to value(row) in every row for which match(row) holds (rows as dicts)."""
-    rows = read(path)
+    rows = read_rows(path)
     h = rows[0]
     for r in rows[1:]:
         d = dict(zip(h, r))
         if match(d):
             r[h.index(column)] = str(value(d) if callable(value) else value)
-    write(path, rows)
-
-
-def fresh(tmp, name):
-    res = os.path.join(tmp, name)
-    shutil.copytree(FIXTURE, res)
-    return res
+    write_rows(path, rows)
 
 
 def verdict_of(res, prefix):
@@ -108,20 +71,14 @@ def verdict_of(res, prefix):
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        res = fresh(tmp, "plain")
-        r = run(res)
+        res = fresh(FIXTURE, tmp, "plain")
+        r = run_script(SCRIPT, res)
         check(r.returncode == 0, f"plot script exits 0 on the fixture (stderr: {r.stderr[-800:]})")
-        for stem in FIGURES:
-            for ext in ("png", "pdf"):
-                p = os.path.join(res, "figures", f"{stem}.{ext}")
-                check(os.path.isfile(p) and os.path.getsize(p) > 1000, f"{stem}.{ext} written")
+        check_figures(res, FIGURES)
 
-        def snapshot():
-            return sorted((os.path.join(d, f), os.path.getmtime(os.path.join(d, f)))
-                          for d, _, fs in os.walk(tmp) for f in fs)
-        before = snapshot()
+        before = snapshot(tmp)
         v = plot.verdicts(res)
-        check(snapshot() == before, "verdicts() writes no file")
+        check(snapshot(tmp) == before, "verdicts() writes no file")
         check(isinstance(v, list) and len(v) == 5, f"5 verdict rows: one per task and the gradient row (got {len(v)})")
         for row in v:
             check(set(row) == {"claim", "measured", "anchor", "verdict", "rule"}, f"verdict row keys: {sorted(row)}")
@@ -134,7 +91,7 @@ def main():
 
         # Decision rules, on the distance probe's rows of the main table.
         probe = "distance probe:"
-        res = fresh(tmp, "rules")
+        res = fresh(FIXTURE, tmp, "rules")
         main_csv = table_path(res, "")
         is_probe = lambda d: d["task"] == "distance_probe"  # noqa: E731
         edit(main_csv, is_probe, "test_accuracy",
@@ -164,12 +121,12 @@ def main():
         check(gv() == "fails", f"LSTM gradient within 10x of the Transformer's: fails (got {gv()})")
 
         # Fewer than 3 seeds: inconclusive everywhere.
-        res = fresh(tmp, "two_seeds")
+        res = fresh(FIXTURE, tmp, "two_seeds")
         for suffix in ("", "_steps", "_distance", "_grad_norms", "_attention"):
             p = table_path(res, suffix)
-            rows = read(p)
+            rows = read_rows(p)
             i = rows[0].index("seed")
-            write(p, [rows[0]] + [r for r in rows[1:] if r[i] != "2"])
+            write_rows(p, [rows[0]] + [r for r in rows[1:] if r[i] != "2"])
         check(all(x["verdict"] == "inconclusive" for x in plot.verdicts(res)), "2 seeds: every verdict inconclusive")
 
         # A missing column: exit 2 naming it (the first through a real process, the others through
@@ -179,10 +136,10 @@ def main():
                  ("_grad_norms", "relative_grad_norm"), ("_steps", "train_loss"),
                  ("_attention", "attention_prob")]
         for k, (suffix, column) in enumerate(cases):
-            res = fresh(tmp, f"drop{suffix}_{column}")
+            res = fresh(FIXTURE, tmp, f"drop{suffix}_{column}")
             drop_column(table_path(res, suffix), column)
             if k == 0:
-                r = run(res)
+                r = run_script(SCRIPT, res)
                 code, err = r.returncode, r.stderr
             else:
                 code, err = run_in_process(res)
@@ -194,7 +151,7 @@ def main():
             except st.DataError as e:
                 check(column in str(e), f"DataError names {column}: {e}")
         # A missing CSV.
-        res = fresh(tmp, "missing")
+        res = fresh(FIXTURE, tmp, "missing")
         os.remove(table_path(res, "_grad_norms"))
         code, err = run_in_process(res)
         check(code == 2 and "long_range_recall_grad_norms.csv" in err,
@@ -205,11 +162,7 @@ def main():
         except st.DataError:
             pass
 
-    if failures:
-        print(f"{len(failures)} check(s) failed", file=sys.stderr)
-        return 1
-    print("all checks passed")
-    return 0
+    return finish("all checks passed")
 
 
 if __name__ == "__main__":

@@ -11,30 +11,16 @@ exit 2 naming the file or column, and leave no REPORT.md behind.
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
-SRC = os.environ.get("SEQLAB_SOURCE_DIR") or os.path.abspath(
-    os.path.join(os.path.dirname(__file__), "..", ".."))
-PLOTS = os.path.join(SRC, "plots")
-FIXTURES = os.path.join(SRC, "tests", "plots", "fixtures")
-sys.path.insert(0, PLOTS)
-import make_report  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_test_support import (FIXTURES, PLOTS, check, finish, import_plots_module,  # noqa: E402
+                               run_script)
 
-PY = sys.executable
+make_report = import_plots_module("make_report")
+
 VERDICTS = ("holds", "fails", "depends on", "inconclusive")
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def run(args):
-    return subprocess.run([PY] + args, capture_output=True, text=True, cwd=tempfile.gettempdir())
 
 
 def with_verdicts():
@@ -56,7 +42,7 @@ def build_tree(tmp, names):
             continue
         dst = os.path.join(res, name)
         shutil.copytree(src, dst)
-        r = run([os.path.join(PLOTS, f"plot_{name}.py"), dst])
+        r = run_script(os.path.join(PLOTS, f"plot_{name}.py"), dst)
         check(r.returncode == 0, f"plot_{name}.py on its fixture exits 0 (stderr: {r.stderr[-500:]})")
     return res
 
@@ -65,7 +51,7 @@ def main():
     names = with_verdicts()
     with tempfile.TemporaryDirectory() as tmp:
         res = build_tree(tmp, names)
-        r = run([os.path.join(PLOTS, "make_report.py"), res])
+        r = run_script(os.path.join(PLOTS, "make_report.py"), res)
         check(r.returncode == 0, f"make_report.py exits 0 (stderr: {r.stderr[-500:]})")
         report_path = os.path.join(res, "REPORT.md")
         check(r.stdout.strip() == os.path.abspath(report_path), "make_report prints the report's path")
@@ -98,7 +84,7 @@ def main():
             meta = os.path.join(res, name, name + ".meta.json")
             shutil.copy(meta, meta + ".bak")
             open(meta, "w").write("{ not json")
-            r = run([os.path.join(PLOTS, "make_report.py"), res])
+            r = run_script(os.path.join(PLOTS, "make_report.py"), res)
             check(r.returncode == 2, f"malformed meta.json: exit 2 (got {r.returncode})")
             check(name + ".meta.json" in r.stderr, f"malformed meta.json is named (stderr: {r.stderr})")
             check(open(report_path).read() == before, "malformed meta.json leaves the report intact")
@@ -120,7 +106,7 @@ def main():
                     for l in lines:
                         cells = l.split(",")
                         f.write(",".join(cells[:idx] + cells[idx + 1:]) + "\n")
-                r = run([os.path.join(PLOTS, "make_report.py"), res])
+                r = run_script(os.path.join(PLOTS, "make_report.py"), res)
                 check(r.returncode in (0, 2), f"CSV without column {col}: exit 0 or 2, no crash "
                       f"(got {r.returncode}: {r.stderr[-300:]})")
                 if r.returncode == 2:
@@ -129,14 +115,11 @@ def main():
             check(required_seen > 0, f"some column of {name}.csv is required by its verdicts")
             open(csv_path, "w").write(original)
 
-        r = run([os.path.join(PLOTS, "make_report.py"), os.path.join(tmp, "nowhere")])
+        r = run_script(os.path.join(PLOTS, "make_report.py"), os.path.join(tmp, "nowhere"))
         check(r.returncode == 2 and "nowhere" in r.stderr, "a missing results directory: exit 2 naming it")
 
-    if failures:
-        print(f"{len(failures)} check(s) failed", file=sys.stderr)
-        sys.exit(1)
-    print(f"make_report: all checks passed ({len(names)} experiment fixture(s): {', '.join(names) or 'none'})")
+    return finish(f"make_report: all checks passed ({len(names)} experiment fixture(s): {', '.join(names) or 'none'})")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -8,87 +8,38 @@ well-formed row per sub-claim, computed from the CSVs (a changed CSV changes a v
 nothing; a CSV without a column makes the script exit 2 naming the column (and verdicts() raise
 DataError); a missing CSV likewise names the file.
 """
-import csv
-import importlib.util
-import io
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 
-SRC = os.environ.get("SEQLAB_SOURCE_DIR") or os.path.abspath(
-    os.path.join(os.path.dirname(__file__), "..", ".."))
-SCRIPT = os.path.join(SRC, "plots", "plot_norm_stability.py")
-FIXTURE = os.path.join(SRC, "tests", "plots", "fixtures", "norm_stability")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_test_support import (check, check_figures, check_verdict_rows, drop_column,  # noqa: E402
+                               finish, fixture_dir, fresh, import_plots_module, plot_script,
+                               rewrite_csv, run_script)
+
+SCRIPT = plot_script("norm_stability")
+FIXTURE = fixture_dir("norm_stability")
 FIGURES = ["norm_stability_batch", "norm_stability_failures", "norm_stability_stats",
            "norm_stability_padding", "norm_stability_shift"]
 VERDICTS = ("holds", "fails", "depends on", "inconclusive")
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def load_module():
-    spec = importlib.util.spec_from_file_location("plot_norm_stability", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def run(res):
-    return subprocess.run([sys.executable, SCRIPT, res], capture_output=True, text=True,
-                          cwd=tempfile.gettempdir())
-
-
-def fresh(tmp, name):
-    dst = os.path.join(tmp, name)
-    shutil.copytree(FIXTURE, dst)
-    return dst
-
-
-def rewrite_csv(path, fn):
-    """Rewrites `path` with fn(header, rows) -> (header, rows)."""
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    header, body = fn(rows[0], rows[1:])
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(header)
-    w.writerows(body)
-    with open(path, "w", newline="") as f:
-        f.write(out.getvalue())
 
 
 def main():
-    mod = load_module()
+    mod = import_plots_module("plot_norm_stability")
     with tempfile.TemporaryDirectory() as tmp:
         # 1. Figures.
-        res = fresh(tmp, "ok")
-        r = run(res)
+        res = fresh(FIXTURE, tmp, "ok")
+        r = run_script(SCRIPT, res)
         check(r.returncode == 0, f"plot script exits 0 (stderr: {r.stderr[-800:]})")
-        for stem in FIGURES:
-            for ext in ("png", "pdf"):
-                p = os.path.join(res, "figures", f"{stem}.{ext}")
-                check(os.path.isfile(p) and os.path.getsize(p) > 1000, f"{stem}.{ext} written")
+        check_figures(res, FIGURES)
 
         # 2. Verdicts: one row per sub-claim, well formed, and nothing written.
-        res2 = fresh(tmp, "verdicts")
+        res2 = fresh(FIXTURE, tmp, "verdicts")
         before = sorted(os.listdir(res2))
         rows = mod.verdicts(res2)
         check(sorted(os.listdir(res2)) == before, "verdicts() writes nothing")
         check(len(rows) == 4, f"4 verdict rows (got {len(rows)})")
-        for row in rows:
-            check(set(row) == {"claim", "measured", "anchor", "verdict", "rule"},
-                  f"verdict row keys: {sorted(row)}")
-            check(any(row["verdict"].startswith(v) for v in VERDICTS),
-                  f"verdict value allowed: {row['verdict']!r}")
-            for k in ("claim", "measured", "anchor", "rule"):
-                check(isinstance(row[k], str) and len(row[k]) > 10, f"{k} is a sentence: {row[k]!r}")
+        check_verdict_rows(rows, VERDICTS)
         claims = " ".join(r["claim"] for r in rows)
         for word in ("Padding", "Small batches", "inference", "Pre-LN"):
             check(word in claims, f"a sub-claim about {word}")
@@ -101,7 +52,7 @@ def main():
 
         # 3. The verdicts are computed from the CSVs: a LayerNorm gap makes the mismatch row fail;
         #    a single seed makes every rule inconclusive.
-        res3 = fresh(tmp, "edited")
+        res3 = fresh(FIXTURE, tmp, "edited")
         main_csv = os.path.join(res3, "norm_stability.csv")
 
         def ln_gap(header, body):
@@ -114,7 +65,7 @@ def main():
         edited = [r for r in mod.verdicts(res3) if "inference" in r["claim"]][0]
         check(edited["verdict"] == "fails", f"LayerNorm gap -> mismatch fails ({edited['verdict']})")
 
-        res4 = fresh(tmp, "one_seed")
+        res4 = fresh(FIXTURE, tmp, "one_seed")
 
         def one_seed(header, body):
             i = header.index("seed")
@@ -127,13 +78,9 @@ def main():
         for table, col in (("norm_stability.csv", "acc_eval_mode"),
                            ("norm_stability_steps.csv", "mu_dev"),
                            ("norm_stability_eval.csv", "eval_pad_fraction")):
-            res5 = fresh(tmp, f"drop_{col}")
-
-            def drop(header, body, col=col):
-                i = header.index(col)
-                return header[:i] + header[i + 1:], [b[:i] + b[i + 1:] for b in body]
-            rewrite_csv(os.path.join(res5, table), drop)
-            r = run(res5)
+            res5 = fresh(FIXTURE, tmp, f"drop_{col}")
+            drop_column(os.path.join(res5, table), col)
+            r = run_script(SCRIPT, res5)
             check(r.returncode == 2, f"missing {col}: exit 2 (got {r.returncode})")
             check(col in r.stderr, f"missing {col}: named on stderr ({r.stderr.strip()!r})")
             check(r.stderr.count("\n") == 1, f"missing {col}: one line on stderr")
@@ -145,17 +92,14 @@ def main():
                     check(col in str(e), f"DataError names {col}: {e}")
 
         # 5. A missing file.
-        res6 = fresh(tmp, "no_eval")
+        res6 = fresh(FIXTURE, tmp, "no_eval")
         os.remove(os.path.join(res6, "norm_stability_eval.csv"))
-        r = run(res6)
+        r = run_script(SCRIPT, res6)
         check(r.returncode == 2 and "norm_stability_eval.csv" in r.stderr,
               f"missing eval CSV: exit 2 naming it ({r.returncode}, {r.stderr.strip()!r})")
 
-    if failures:
-        print(f"{len(failures)} check(s) failed", file=sys.stderr)
-        sys.exit(1)
-    print("test_norm_stability: all checks passed")
+    return finish("test_norm_stability: all checks passed")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -10,57 +10,30 @@ CSV likewise. Exit status 0 when every check passes.
 """
 import csv
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 
-SRC = os.environ.get("SEQLAB_SOURCE_DIR") or os.path.abspath(
-    os.path.join(os.path.dirname(__file__), "..", ".."))
-PLOTS = os.path.join(SRC, "plots")
-FIXTURE = os.path.join(SRC, "tests", "plots", "fixtures", "parallel_speedup")
-SCRIPT = os.path.join(PLOTS, "plot_parallel_speedup.py")
-sys.path.insert(0, PLOTS)
-import plot_parallel_speedup as plot  # noqa: E402
-import seqlab_style as st  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_test_support import (check, check_figures, drop_column, finish, fixture_dir,  # noqa: E402
+                               fresh, import_plots_module, plot_script, run_script, snapshot)
+
+FIXTURE = fixture_dir("parallel_speedup")
+SCRIPT = plot_script("parallel_speedup")
+plot = import_plots_module("plot_parallel_speedup")
+st = import_plots_module("seqlab_style")
 
 FIGURES = ["parallel_speedup_time", "parallel_speedup_speedup", "parallel_speedup_memory",
            "parallel_speedup_roofline", "parallel_speedup_complexity",
            "parallel_speedup_time_to_accuracy"]
 VERDICTS = ("holds", "fails", "inconclusive")
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-    return cond
-
-
-def run(res):
-    return subprocess.run([sys.executable, SCRIPT, res], capture_output=True, text=True,
-                          cwd=tempfile.gettempdir())
-
-
-def drop_column(path, column):
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    i = rows[0].index(column)
-    with open(path, "w", newline="") as f:
-        csv.writer(f, lineterminator="\n").writerows([r[:i] + r[i + 1:] for r in rows])
 
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        res = os.path.join(tmp, "parallel_speedup")
-        shutil.copytree(FIXTURE, res)
-        r = run(res)
+        res = fresh(FIXTURE, tmp, "parallel_speedup")
+        r = run_script(SCRIPT, res)
         check(r.returncode == 0, f"plot script exits 0 on the fixture (stderr: {r.stderr[-600:]})")
-        for stem in FIGURES:
-            for ext in ("png", "pdf"):
-                p = os.path.join(res, "figures", f"{stem}.{ext}")
-                check(os.path.isfile(p) and os.path.getsize(p) > 1000, f"{stem}.{ext} written")
+        check_figures(res, FIGURES)
         cross = os.path.join(res, "figures", "parallel_speedup_crossover.csv")
         if check(os.path.isfile(cross), "crossover table written"):
             rows = list(csv.DictReader(open(cross)))
@@ -68,12 +41,9 @@ def main():
             check({"crossover_seq_len_time", "crossover_seq_len_flops", "table1_n_equals_d"}
                   <= set(rows[0]), "crossover table columns")
 
-        def snapshot():
-            return sorted((os.path.join(d, f), os.path.getmtime(os.path.join(d, f)))
-                          for d, _, fs in os.walk(tmp) for f in fs)
-        before = snapshot()
+        before = snapshot(tmp)
         v = plot.verdicts(res)
-        check(snapshot() == before, "verdicts() writes no file")
+        check(snapshot(tmp) == before, "verdicts() writes no file")
         check(isinstance(v, list) and len(v) >= 5, f"at least 5 verdict rows (got {len(v)})")
         for row in v:
             check(set(row) == {"claim", "measured", "anchor", "verdict", "rule"},
@@ -89,10 +59,9 @@ def main():
         for table, column in [("parallel_speedup.csv", "sequential_steps"),
                               ("parallel_speedup_time_to_accuracy.csv", "time_to_target_s"),
                               ("parallel_speedup_tta_curve.csv", "recall_accuracy")]:
-            bad = os.path.join(tmp, "bad_" + column)
-            shutil.copytree(FIXTURE, bad)
+            bad = fresh(FIXTURE, tmp, "bad_" + column)
             drop_column(os.path.join(bad, table), column)
-            r = run(bad)
+            r = run_script(SCRIPT, bad)
             check(r.returncode == 2, f"{table} without {column}: exit 2 (got {r.returncode})")
             check(column in r.stderr, f"{table} without {column}: stderr names it ({r.stderr!r})")
             try:
@@ -102,17 +71,12 @@ def main():
                 check(column in str(e), f"DataError names {column}")
 
         # A missing CSV.
-        gone = os.path.join(tmp, "gone")
-        shutil.copytree(FIXTURE, gone)
+        gone = fresh(FIXTURE, tmp, "gone")
         os.remove(os.path.join(gone, "parallel_speedup.csv"))
-        r = run(gone)
+        r = run_script(SCRIPT, gone)
         check(r.returncode == 2 and "parallel_speedup.csv" in r.stderr,
               f"missing main CSV: exit 2 naming it ({r.stderr!r})")
-    if failures:
-        print(f"test_parallel_speedup: {len(failures)} failure(s)", file=sys.stderr)
-        return 1
-    print("test_parallel_speedup: all checks passed")
-    return 0
+    return finish("test_parallel_speedup: all checks passed", "test_parallel_speedup: {n} failure(s)")
 
 
 if __name__ == "__main__":

@@ -10,54 +10,30 @@ column or a missing CSV makes the script exit 2 naming it, and verdicts() raise 
 """
 import csv
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 
-SRC = os.environ.get("SEQLAB_SOURCE_DIR") or os.path.abspath(
-    os.path.join(os.path.dirname(__file__), "..", ".."))
-PLOTS = os.path.join(SRC, "plots")
-SCRIPT = os.path.join(PLOTS, "plot_position_extrapolation.py")
-FIXTURE = os.path.join(SRC, "tests", "plots", "fixtures", "position_extrapolation")
-sys.path.insert(0, PLOTS)
-import plot_position_extrapolation as plot  # noqa: E402
-import seqlab_style as st  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_test_support import (check, check_figures, drop_column, finish, fixture_dir,  # noqa: E402
+                               fresh, import_plots_module, plot_script, run_script)
+
+SCRIPT = plot_script("position_extrapolation")
+FIXTURE = fixture_dir("position_extrapolation")
+plot = import_plots_module("plot_position_extrapolation")
+st = import_plots_module("seqlab_style")
 
 NAME = "position_extrapolation"
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def run(res):
-    return subprocess.run([sys.executable, SCRIPT, res], capture_output=True, text=True,
-                          cwd=tempfile.gettempdir())
-
-
-def drop_column(path, column):
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    i = rows[0].index(column)
-    with open(path, "w", newline="") as f:
-        csv.writer(f, lineterminator="\n").writerows([r[:i] + r[i + 1:] for r in rows])
 
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        res = os.path.join(tmp, NAME)
-        shutil.copytree(FIXTURE, res)
-        r = run(res)
+        res = fresh(FIXTURE, tmp, NAME)
+        r = run_script(SCRIPT, res)
         check(r.returncode == 0, f"plot script exit {r.returncode}: {r.stderr}")
         figs = os.path.join(res, "figures")
-        for stem in ("copy", "mqar", "char_lm", "similarity", "rope_decay", "resolution"):
-            for ext in ("png", "pdf"):
-                p = os.path.join(figs, f"{NAME}_{stem}.{ext}")
-                check(os.path.isfile(p) and os.path.getsize(p) > 1000, f"missing figure {p}")
+        check_figures(res, [f"{NAME}_{stem}" for stem in
+                            ("copy", "mqar", "char_lm", "similarity", "rope_decay", "resolution")],
+                      "missing figure {path}")
         table = os.path.join(figs, f"{NAME}_similarity_table.csv")
         check(os.path.isfile(table), "missing similarity table CSV")
         if os.path.isfile(table):
@@ -94,10 +70,9 @@ def main():
         # A missing column: exit 2 naming it, verdicts() raises DataError.
         for table_name, column in (("eval", "accuracy"), ("similarity", "cosine"), ("main", "variant"),
                                    ("rope_decay", "roformer_bound")):
-            bad = os.path.join(tmp, f"bad_{table_name}")
-            shutil.copytree(FIXTURE, bad)
+            bad = fresh(FIXTURE, tmp, f"bad_{table_name}")
             drop_column(plot.path_of(bad, table_name), column)
-            r = run(bad)
+            r = run_script(SCRIPT, bad)
             check(r.returncode == 2, f"{table_name} without {column}: exit {r.returncode}")
             check(column in r.stderr, f"{table_name} without {column}: stderr {r.stderr!r}")
             try:
@@ -106,17 +81,13 @@ def main():
             except st.DataError as e:
                 check(column in str(e), f"DataError does not name {column}: {e}")
         # A missing file.
-        gone = os.path.join(tmp, "gone")
-        shutil.copytree(FIXTURE, gone)
+        gone = fresh(FIXTURE, tmp, "gone")
         os.remove(plot.path_of(gone, "aliasing"))
-        r = run(gone)
+        r = run_script(SCRIPT, gone)
         check(r.returncode == 2 and "position_extrapolation_aliasing.csv" in r.stderr,
               f"missing aliasing CSV: exit {r.returncode}, {r.stderr!r}")
-    if failures:
-        print(f"{len(failures)} check(s) failed", file=sys.stderr)
-        sys.exit(1)
-    print("test_position_extrapolation: all checks passed")
+    return finish("test_position_extrapolation: all checks passed")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
