@@ -3,6 +3,10 @@
 #   ./run_all.sh            install missing Debian packages, build Release, run every experiment
 #                           (quick scale), merge, plot
 #   ./run_all.sh test       install, build, run the test suite (ctest)
+#   ./run_all.sh test --sanitize
+#                           the same with AddressSanitizer + UndefinedBehaviorSanitizer (the asan
+#                           preset, build/asan): any memory error, leak or undefined behaviour
+#                           fails the test that hit it
 #   ./run_all.sh deps       only install what is missing
 #   ./run_all.sh build      install and build
 # Options (main job): --scale quick|paper (default quick), --jobs N (parallel cells, default: cores),
@@ -50,6 +54,12 @@ install_deps() {
 }
 
 build() {
+  if [ "$BUILD_DIR" = build/asan ]; then
+    say "configuring and building (RelWithDebInfo, ASan + UBSan) in $BUILD_DIR"
+    cmake --preset asan >/dev/null
+    cmake --build "$BUILD_DIR" -j "$(nproc)"
+    return
+  fi
   say "configuring and building (Release) in $BUILD_DIR"
   if [ "$BUILD_DIR" = build/release ]; then
     cmake --preset release >/dev/null
@@ -107,7 +117,18 @@ main_job() {
 }
 
 case "${1:-all}" in
-  test) install_deps; build; run_tests ;;
+  test)
+    case "${2:-}" in
+      "") ;;
+      --sanitize)
+        BUILD_DIR=build/asan
+        # Stop at the first error with a stack trace; LeakSanitizer on (the default).
+        export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:halt_on_error=1:detect_leaks=1}
+        export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+        ;;
+      *) die "unknown option '$2' of test (allowed: --sanitize)" 2 ;;
+    esac
+    install_deps; build; run_tests ;;
   deps) install_deps ;;
   build) install_deps; build ;;
   all) shift || true; main_job "$@" ;;
