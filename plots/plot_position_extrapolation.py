@@ -103,10 +103,16 @@ def series(evals, task, enc, variant, bucket, column):
     return out
 
 
+def encoding_order(rows):
+    """The built-in encodings in their fixed order, then any other encoding present in rows (one a
+    user registered: README "Extending seqlab"), sorted by name."""
+    return ENCODINGS + sorted({r["positional_encoding"] for r in rows} - set(ENCODINGS))
+
+
 def lines_of(evals, task):
-    """(encoding, variant, label) present for a task, in the fixed order."""
+    """(encoding, variant, label) present for a task: built-ins in the fixed order, then others."""
     out = []
-    for enc in ENCODINGS:
+    for enc in encoding_order(evals):
         for variant in ("zero_shot", "finetuned"):
             if any(r["task"] == task and r["positional_encoding"] == enc and r["variant"] == variant
                    for r in evals):
@@ -138,10 +144,11 @@ def plot_task(d, task, out_dir):
             if not xs:
                 continue
             stats = [st.mean_ci95(s[x]) for x in xs]
-            color = st.PALETTE[ENCODINGS.index(enc) % len(st.PALETTE)]
+            k = encoding_order(evals).index(enc)
+            color = st.PALETTE[k % len(st.PALETTE)]
             ls = "--" if variant == "finetuned" else "-"
             xl = [x * L for x in xs]
-            ax.plot(xl, [m for m, _ in stats], ls, color=color, marker=st.MARKERS[ENCODINGS.index(enc)],
+            ax.plot(xl, [m for m, _ in stats], ls, color=color, marker=st.MARKERS[k % len(st.MARKERS)],
                     markersize=4, label=label)
             ax.fill_between(xl, [m - c for m, c in stats], [m + c for m, c in stats], color=color,
                             alpha=0.15, linewidth=0)
@@ -229,7 +236,7 @@ def plot_rope_decay(d, out_dir):
     hd = int(num(rows[0], "head_dim"))
     seeds = sorted({r["seed"] for r in rows})
     fig, axes = st.plt.subplots(1, 2, figsize=(11, 4.2))
-    for i, (key, by_d) in enumerate(sorted(groups.items(), key=lambda kv: (ENCODINGS.index(kv[0][0]), kv[0][1]))):
+    for i, (key, by_d) in enumerate(sorted(groups.items(), key=lambda kv: (encoding_order(rows).index(kv[0][0]), kv[0][1]))):
         enc, s = key
         xs = [x for x in sorted(by_d) if x >= 1]
         color = st.PALETTE[i % len(st.PALETTE)]

@@ -29,6 +29,8 @@
 // other threads look names up; concurrent lookups are safe, a lookup concurrent with add() is not.
 // Entries live in a std::deque: references returned by get() stay valid when more are added.
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <stdexcept>
 #include <string>
@@ -117,13 +119,24 @@ class Registry {
 
 /// Registers an entry when constructed: a namespace-scope `static const Registration` in a .cpp
 /// file of an executable registers before main() (see the file comment for static libraries).
-/// An exception from add() (duplicate name) during static initialisation terminates the program
-/// with its message, which is what a name clash deserves.
+/// A name add() refuses (a duplicate or a malformed name) is a defect of the build, not of any
+/// input: the program prints "seqlab: cannot register: <add()'s message>" and one line of advice
+/// on stderr and exits with status 1 before main() runs (an exception cannot leave a static
+/// initialiser without std::terminate's abort).
 struct Registration {
   template <class Entry>
   Registration(Registry<Entry>& registry, const std::string& name,
                typename Registry<Entry>::entry_type entry) {  // not deduced: {..} entries work
-    registry.add(name, std::move(entry));
+    try {
+      registry.add(name, std::move(entry));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr,
+                   "seqlab: cannot register: %s\n"
+                   "seqlab: every SEQLAB_REGISTER name must be new and of a-z, 0-9 and '_'; rename "
+                   "yours (the registered names are listed by --help)\n",
+                   e.what());
+      std::exit(1);
+    }
   }
 };
 
