@@ -99,6 +99,18 @@ Tensor2 flat(const Tensor3& y) {
   return out;
 }
 
+/// One training step's loss and gradients: forward, cross-entropy over [B·T] targets, backward
+/// (adding into the parameter grads). Returns the loss.
+double ce_step(SequenceModel& m, const IndexTensor2& ids, const IndexTensor1& targets, CrossEntropyLoss& ce) {
+  const Tensor3 out = m.forward(ids);
+  const float loss = ce.forward(flat(out), targets);
+  Tensor3 dy(out.shape());
+  const Tensor2 g = ce.backward();
+  std::copy(g.begin(), g.end(), dy.begin());
+  m.backward(dy);
+  return static_cast<double>(loss);
+}
+
 }  // namespace
 
 TEST_CASE("Batch size 1 and sequence length 1: every family runs and its gradients match finite differences",
@@ -189,15 +201,7 @@ TEST_CASE("An all-padding batch: finite outputs, zero loss and gradients, no par
       std::vector<StepRecord> steps;
       const TrainResult tr = train_loop(
           opt, m->parameters(), adam, constant,
-          [&](int) {
-            const Tensor3 out = m->forward(ids);
-            const float loss = ce.forward(flat(out), targets);
-            Tensor3 dy(out.shape());
-            const Tensor2 g = ce.backward();
-            std::copy(g.begin(), g.end(), dy.begin());
-            m->backward(dy);
-            return static_cast<double>(loss);
-          },
+          [&](int) { return ce_step(*m, ids, targets, ce); },
           [&](const StepRecord& r) { steps.push_back(r); });
       CHECK_FALSE(tr.diverged);
       REQUIRE(steps.size() == 1);
@@ -272,15 +276,8 @@ TEST_CASE("A huge learning rate is recorded as divergence, never thrown", "[edge
       opt.quiet = true;
       CrossEntropyLoss ce;
       TrainResult tr;
-      REQUIRE_NOTHROW(tr = train_loop(opt, m->parameters(), sgd, huge, [&](int) {
-                        const Tensor3 out = m->forward(ids);
-                        const float loss = ce.forward(flat(out), targets);
-                        Tensor3 dy(out.shape());
-                        const Tensor2 g = ce.backward();
-                        std::copy(g.begin(), g.end(), dy.begin());
-                        m->backward(dy);
-                        return static_cast<double>(loss);
-                      }));
+      REQUIRE_NOTHROW(tr = train_loop(opt, m->parameters(), sgd, huge,
+                                      [&](int) { return ce_step(*m, ids, targets, ce); }));
       CHECK(tr.diverged);
       CHECK(tr.steps_done == tr.diverged_step);
       CHECK(tr.steps_done < opt.steps);
