@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "seqlab/core/rng.hpp"
+#include "seqlab/core/rows.hpp"
 #include "seqlab/core/tensor.hpp"
 #include "seqlab/experiment/experiment.hpp"
 #include "seqlab/models/encoder_decoder_model.hpp"
@@ -440,24 +441,6 @@ Batch slice(const Batch& b, std::size_t r0, std::size_t r1) {
   return {rows(b.src), rows(b.tgt_in), rows(b.targets)};
 }
 
-/// [B, T] -> [B·T].
-IndexTensor1 ids_of(const IndexTensor2& x) {
-  IndexTensor1 y = IndexTensor1::from_shape({x.size()});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
-/// [B, T, O] -> [B·T, O].
-Tensor2 rows_of(const Tensor3& x) {
-  Tensor2 y = Tensor2::from_shape({x.shape()[0] * x.shape()[1], x.shape()[2]});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
-/// [B·T, O] -> [B, T, O].
-Tensor3 unrows(const Tensor2& x, std::size_t B, std::size_t T) {
-  Tensor3 y = Tensor3::from_shape({B, T, x.shape()[1]});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
 
 struct Evaluation {
   double loss = NAN;         // mean CE over scored positions, nats

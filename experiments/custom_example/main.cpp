@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "seqlab/core/rng.hpp"
+#include "seqlab/core/rows.hpp"
 #include "seqlab/core/tensor.hpp"
 #include "seqlab/experiment/experiment.hpp"
 #include "seqlab/models/factory.hpp"
@@ -80,22 +81,6 @@ LrSchedule schedule(const Cell& cell) {
   return s;
 }
 
-/// logits [B, T, V] -> [B·T, V]; targets [B, T] -> [B·T] (same row-major data).
-Tensor2 rows_of(const Tensor3& x) {
-  Tensor2 y = Tensor2::from_shape({x.shape()[0] * x.shape()[1], x.shape()[2]});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
-IndexTensor1 ids_of(const IndexTensor2& x) {
-  IndexTensor1 y = IndexTensor1::from_shape({x.size()});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
-Tensor3 unrows(const Tensor2& x, std::size_t B, std::size_t T) {
-  Tensor3 y = Tensor3::from_shape({B, T, x.shape()[1]});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
 
 void validate(const Cell& cell) {
   if (cell.get_int("warmup_steps") > cell.get_int("steps"))

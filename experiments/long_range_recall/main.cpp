@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "seqlab/core/rng.hpp"
+#include "seqlab/core/rows.hpp"
 #include "seqlab/core/tensor.hpp"
 #include "seqlab/experiment/experiment.hpp"
 #include "seqlab/models/factory.hpp"
@@ -71,24 +72,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 const std::vector<std::string> kTasks = {"copy_memory", "adding", "mqar", "distance_probe"};
 const std::vector<std::string> kModels = {"rnn", "lstm", "gru", "tcn", "transformer_decoder"};
 
-/// [B, S] -> [B·S]. (Not named flatten: ADL would pick xt::flatten.)
-IndexTensor1 ids_of(const IndexTensor2& x) {
-  IndexTensor1 y = IndexTensor1::from_shape({x.size()});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
-/// [B, S, V] -> [B·S, V] (row-major, same data).
-Tensor2 rows_of(const Tensor3& x) {
-  Tensor2 y = Tensor2::from_shape({x.shape()[0] * x.shape()[1], x.shape()[2]});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
-/// [B·S, V] -> [B, S, V].
-Tensor3 unrows(const Tensor2& x, std::size_t B, std::size_t S) {
-  Tensor3 y = Tensor3::from_shape({B, S, x.shape()[1]});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
 /// Rows [b0, b0 + n) of a [B, ...] tensor.
 IndexTensor2 slice_rows(const IndexTensor2& x, std::size_t b0, std::size_t n) {
   const std::size_t S = x.shape()[1];

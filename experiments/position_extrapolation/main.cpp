@@ -27,6 +27,7 @@
 
 #include "analysis.hpp"
 #include "seqlab/core/rng.hpp"
+#include "seqlab/core/rows.hpp"
 #include "seqlab/core/tensor.hpp"
 #include "seqlab/experiment/experiment.hpp"
 #include "seqlab/models/factory.hpp"
@@ -61,22 +62,6 @@ constexpr std::size_t kEvalChunkFloats = std::size_t{1} << 22;
 const std::vector<std::string> kEncodings = {"sinusoidal", "learned",  "rope", "rope_pi",
                                              "rope_ntk",   "alibi",    "none"};
 
-/// [B, W] -> [B·W]. (Not named flatten: ADL would pick xt::flatten.)
-IndexTensor1 ids_of(const IndexTensor2& x) {
-  IndexTensor1 y = IndexTensor1::from_shape({x.size()});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
-Tensor2 rows_of(const Tensor3& x) {
-  Tensor2 y = Tensor2::from_shape({x.shape()[0] * x.shape()[1], x.shape()[2]});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
-Tensor3 unrows(const Tensor2& x, std::size_t B, std::size_t W) {
-  Tensor3 y = Tensor3::from_shape({B, W, x.shape()[1]});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
 
 std::string corpus_path(const Cell& cell) {
   const std::string& c = cell.get_string("corpus");

@@ -18,6 +18,7 @@
 #include <xtensor/xview.hpp>
 
 #include "gradcheck.hpp"
+#include "seqlab/core/rows.hpp"
 #include "seqlab/models/encoder_decoder_model.hpp"
 #include "seqlab/models/factory.hpp"
 #include "seqlab/models/transformer_model.hpp"
@@ -92,18 +93,11 @@ void gradcheck_ids(SequenceModel& m, const IndexTensor2& ids) {
   CHECK(res.checked == m.num_parameters());
 }
 
-/// Flattens logits [B, T, O] to [B·T, O] for the loss.
-Tensor2 flat(const Tensor3& y) {
-  Tensor2 out({y.shape()[0] * y.shape()[1], y.shape()[2]});
-  std::copy(y.begin(), y.end(), out.begin());
-  return out;
-}
-
 /// One training step's loss and gradients: forward, cross-entropy over [B·T] targets, backward
 /// (adding into the parameter grads). Returns the loss.
 double ce_step(SequenceModel& m, const IndexTensor2& ids, const IndexTensor1& targets, CrossEntropyLoss& ce) {
   const Tensor3 out = m.forward(ids);
-  const float loss = ce.forward(flat(out), targets);
+  const float loss = ce.forward(rows_of(out), targets);
   Tensor3 dy(out.shape());
   const Tensor2 g = ce.backward();
   std::copy(g.begin(), g.end(), dy.begin());
@@ -184,7 +178,7 @@ TEST_CASE("An all-padding batch: finite outputs, zero loss and gradients, no par
       IndexTensor1 targets = IndexTensor1::from_shape({B * T});
       targets.fill(-100);
       CrossEntropyLoss ce;  // ignore_index -100
-      CHECK(ce.forward(flat(y), targets) == 0.0f);
+      CHECK(ce.forward(rows_of(y), targets) == 0.0f);
       CHECK(ce.count() == 0);
       const Tensor2 dlogits = ce.backward();
       for (float g : dlogits) CHECK(g == 0.0f);
