@@ -1,5 +1,6 @@
 #include "seqlab/core/threads.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <thread>
 
@@ -32,6 +33,12 @@ int hardware_threads() {
 std::string blas_config() {
   const char* c = openblas_get_config();
   return c ? std::string(c) : std::string("unknown");
+}
+
+std::size_t parallel_threads(std::size_t n, std::size_t grain) {
+  const std::size_t budget = static_cast<std::size_t>(std::max(1, num_threads()));
+  const std::size_t by_size = n / std::max<std::size_t>(grain, 1);
+  return std::max<std::size_t>(1, std::min(budget, by_size));
 }
 
 BlasThreadsScope::BlasThreadsScope(int n) : previous_(num_threads()) { openblas_set_num_threads(n); }

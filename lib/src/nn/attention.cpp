@@ -14,6 +14,7 @@
 #include "seqlab/core/gemm.hpp"
 #include "seqlab/core/threads.hpp"
 #include "seqlab/nn/positional.hpp"
+#include "row_kernels.hpp"
 
 namespace seqlab {
 namespace {
@@ -52,21 +53,6 @@ void merge_heads(const float* src, std::size_t B, std::size_t T, std::size_t h, 
           std::memcpy(d, s, dk * sizeof(float));
         }
       }
-}
-
-/// dst[r, :] = row[0..W) for r < N (dst rows of stride W).
-void fill_rows(float* dst, std::size_t N, const float* row, std::size_t W) {
-  for (std::size_t r = 0; r < N; ++r) std::memcpy(dst + r * W, row, W * sizeof(float));
-}
-
-/// out[j] += Σ_r src[r·W + j] for j < W, r < N (sums in double).
-void add_column_sums(const float* src, std::size_t N, std::size_t W, float* out) {
-  std::vector<double> acc(W, 0.0);
-  for (std::size_t r = 0; r < N; ++r) {
-    const float* row = src + r * W;
-    for (std::size_t j = 0; j < W; ++j) acc[j] += row[j];
-  }
-  for (std::size_t j = 0; j < W; ++j) out[j] += static_cast<float>(acc[j]);
 }
 
 float max_of(const float* x, std::size_t n) {
@@ -287,23 +273,23 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
   const float* W = in_proj_weight.value.data();
   const float* bias = in_proj_bias.value.data();
   xq_.resize({Nq, D});
-  std::copy_n(query.data(), Nq * D, xq_.data());
+  detail::copy_floats(query.data(), Nq * D, xq_.data());
   if (self) {
     // proj[N, R] = X W_inᵀ + b_in: q | k | v (shared_qk: qk | v) in one GEMM.
     proj_q_.resize({Nq, R});
-    if (has_bias_) fill_rows(proj_q_.data(), Nq, bias, R);
+    if (has_bias_) detail::fill_rows(proj_q_.data(), Nq, bias, R);
     gemm(false, true, Nq, R, D, 1.0f, xq_.data(), D, W, D, has_bias_ ? 1.0f : 0.0f, proj_q_.data(), R);
   } else {
     // q = X_q W_Qᵀ + b_Q; [k | v] = X_kv [W_K; W_V]ᵀ + [b_K; b_V] (rows r0.. of the packed weight:
     // D for q|k|v, 0 for shared qk|v).
     const std::size_t r0 = shared_qk_ ? 0 : D;
     xkv_.resize({Nk, D});
-    std::copy_n(key_value->data(), Nk * D, xkv_.data());
+    detail::copy_floats(key_value->data(), Nk * D, xkv_.data());
     proj_q_.resize({Nq, D});
     proj_kv_.resize({Nk, 2 * D});
     if (has_bias_) {
-      fill_rows(proj_q_.data(), Nq, bias, D);
-      fill_rows(proj_kv_.data(), Nk, bias + r0, 2 * D);
+      detail::fill_rows(proj_q_.data(), Nq, bias, D);
+      detail::fill_rows(proj_kv_.data(), Nk, bias + r0, 2 * D);
     }
     const float beta = has_bias_ ? 1.0f : 0.0f;
     gemm(false, true, Nq, D, D, 1.0f, xq_.data(), D, W, D, beta, proj_q_.data(), D);
@@ -483,7 +469,7 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
   if (self_) {
     // proj = X W_inᵀ + b_in  ->  dW_in += dprojᵀ X;  db_in += Σ_rows dproj;  dX = dproj W_in.
     gemm(true, false, R, D, Nq, 1.0f, dproj_q_.data(), R, xq_.data(), D, 1.0f, Wg, D);
-    if (has_bias_) add_column_sums(dproj_q_.data(), Nq, R, bg);
+    if (has_bias_) detail::add_column_sums(dproj_q_.data(), Nq, R, bg);
     gemm(false, false, Nq, D, R, 1.0f, dproj_q_.data(), R, W, D, 0.0f, dx.data(), D);
   } else {
     const std::size_t r0 = shared_qk_ ? 0 : D;
@@ -492,8 +478,8 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
     // [k | v] = X_kv W_{r0..r0+2D}ᵀ + b: rows r0.. (shared: the qk rows get dQ and dK both).
     gemm(true, false, 2 * D, D, Nk, 1.0f, dproj_kv_.data(), 2 * D, xkv_.data(), D, 1.0f, Wg + r0 * D, D);
     if (has_bias_) {
-      add_column_sums(dproj_q_.data(), Nq, D, bg);
-      add_column_sums(dproj_kv_.data(), Nk, 2 * D, bg + r0);
+      detail::add_column_sums(dproj_q_.data(), Nq, D, bg);
+      detail::add_column_sums(dproj_kv_.data(), Nk, 2 * D, bg + r0);
     }
     gemm(false, false, Nq, D, D, 1.0f, dproj_q_.data(), D, W, D, 0.0f, dx.data(), D);
     dkv_.resize({B, Tk, D});

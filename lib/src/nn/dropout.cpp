@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "row_kernels.hpp"
+
 namespace seqlab {
 
 Dropout::Dropout(float p, std::uint64_t seed) : p_(p), rng_(seed) {
@@ -21,7 +23,9 @@ xt::xtensor<float, N> Dropout::forward(const xt::xtensor<float, N>& x) {
     shape_ = shape;
     identity_ = true;
     has_forward_ = true;
-    return x;
+    xt::xtensor<float, N> y(x.shape());
+    detail::copy_floats(x.data(), x.size(), y.data());
+    return y;
   }
   const std::size_t n = x.size();
   if (frozen_ && !mask_.empty()) {
@@ -41,7 +45,10 @@ xt::xtensor<float, N> Dropout::forward(const xt::xtensor<float, N>& x) {
   xt::xtensor<float, N> y(x.shape());
   const float* px = x.data();
   float* py = y.data();
-  for (std::size_t i = 0; i < n; ++i) py[i] = px[i] * mask_[i];
+  const float* pm = mask_.data();
+  parallel_for(n, detail::kElementGrain, [&](std::size_t a, std::size_t b, std::size_t) {
+    for (std::size_t i = a; i < b; ++i) py[i] = px[i] * pm[i];
+  });
   return y;
 }
 
@@ -52,12 +59,18 @@ xt::xtensor<float, N> Dropout::backward(const xt::xtensor<float, N>& dy) const {
   if (shape != shape_)
     throw ShapeError("Dropout.backward: dy has shape " + shape_string(shape) +
                      ", expected the last forward's shape " + shape_string(shape_));
-  if (identity_) return dy;
-  // y = x ⊙ m  ->  dx = dy ⊙ m
   xt::xtensor<float, N> dx(dy.shape());
+  if (identity_) {
+    detail::copy_floats(dy.data(), dy.size(), dx.data());
+    return dx;
+  }
+  // y = x ⊙ m  ->  dx = dy ⊙ m
   const float* pd = dy.data();
+  const float* pm = mask_.data();
   float* out = dx.data();
-  for (std::size_t i = 0, n = dy.size(); i < n; ++i) out[i] = pd[i] * mask_[i];
+  parallel_for(dy.size(), detail::kElementGrain, [&](std::size_t a, std::size_t b, std::size_t) {
+    for (std::size_t i = a; i < b; ++i) out[i] = pd[i] * pm[i];
+  });
   return dx;
 }
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "activation_kernels.hpp"
+#include "row_kernels.hpp"
 
 namespace seqlab {
 
@@ -52,11 +53,13 @@ Tensor3 FeedForward::forward(const Tensor3& x) {
   const float* pa = a_.data();
   float* ph = h_.data();
   const std::size_t n = a_.size();
-  if (gelu_) {
-    for (std::size_t i = 0; i < n; ++i) ph[i] = detail::gelu1(pa[i]);
-  } else {
-    for (std::size_t i = 0; i < n; ++i) ph[i] = detail::relu1(pa[i]);
-  }
+  parallel_for(n, detail::kElementGrain, [&](std::size_t i0, std::size_t i1, std::size_t) {
+    if (gelu_) {
+      for (std::size_t i = i0; i < i1; ++i) ph[i] = detail::gelu1(pa[i]);
+    } else {
+      for (std::size_t i = i0; i < i1; ++i) ph[i] = detail::relu1(pa[i]);
+    }
+  });
   b_ = x.shape()[0];
   t_ = x.shape()[1];
   cached_ = true;
@@ -76,11 +79,13 @@ Tensor3 FeedForward::backward(const Tensor3& dy) {
   const float* pa = a_.data();
   float* pd = dh.data();
   const std::size_t n = a_.size();
-  if (gelu_) {
-    for (std::size_t i = 0; i < n; ++i) pd[i] = detail::gelu_grad1(pa[i], pd[i]);
-  } else {
-    for (std::size_t i = 0; i < n; ++i) pd[i] = detail::relu_grad1(pa[i], pd[i]);
-  }
+  parallel_for(n, detail::kElementGrain, [&](std::size_t i0, std::size_t i1, std::size_t) {
+    if (gelu_) {
+      for (std::size_t i = i0; i < i1; ++i) pd[i] = detail::gelu_grad1(pa[i], pd[i]);
+    } else {
+      for (std::size_t i = i0; i < i1; ++i) pd[i] = detail::relu_grad1(pa[i], pd[i]);
+    }
+  });
   return linear1.backward(dh);                            // a = linear1(x)
 }
 

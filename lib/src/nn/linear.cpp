@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "seqlab/core/gemm.hpp"
+#include "row_kernels.hpp"
 
 namespace seqlab {
 
@@ -44,7 +45,7 @@ void Linear::check_parameters() const {
 void Linear::forward_rows(const float* x, std::size_t n, float* y) const {
   float beta = 0.0f;
   if (has_bias_) {
-    for (std::size_t i = 0; i < n; ++i) std::copy_n(bias.value.data(), out_, y + i * out_);
+    detail::fill_rows(y, n, bias.value.data(), out_);
     beta = 1.0f;
   }
   gemm(false, true, n, out_, in_, 1.0f, x, in_, weight.value.data(), in_, beta, y, out_);
@@ -56,19 +57,8 @@ void Linear::backward_rows(const float* dy, std::size_t n, float* dx) {
   gemm(false, false, n, in_, out_, 1.0f, dy, out_, weight.value.data(), in_, 0.0f, dx, in_);
   // y = x Wᵀ  ->  dW[out, in] += dyᵀ[out, n] · x[n, in]
   gemm(true, false, out_, in_, n, 1.0f, dy, out_, x_.data(), in_, 1.0f, weight.grad.data(), in_);
-  // y = ... + b  ->  db[out] += Σ_rows dy
-  // (Row by row into double sums: contiguous reads, the same order of additions per column as a
-  // column walk, so the same result.)
-  if (has_bias_) {
-    std::vector<double> s(out_, 0.0);
-    double* ps = s.data();
-    for (std::size_t i = 0; i < n; ++i) {
-      const float* row = dy + i * out_;
-      for (std::size_t j = 0; j < out_; ++j) ps[j] += row[j];
-    }
-    float* db = bias.grad.data();
-    for (std::size_t j = 0; j < out_; ++j) db[j] += static_cast<float>(ps[j]);
-  }
+  // y = ... + b  ->  db[out] += Σ_rows dy (double partial sums over fixed row blocks, threaded)
+  if (has_bias_) detail::add_column_sums(dy, n, out_, bias.grad.data());
 }
 
 Tensor2 Linear::forward(const Tensor2& x) {
@@ -97,7 +87,7 @@ Tensor3 Linear::forward(const Tensor3& x) {
   check_parameters();
   const std::size_t b = x.shape()[0], t = x.shape()[1], n = b * t;
   x_.resize({n, in_});
-  std::copy_n(x.data(), n * in_, x_.data());
+  detail::copy_floats(x.data(), n * in_, x_.data());
   cached_ = true;
   Tensor3 y({b, t, out_});
   forward_rows(x_.data(), n, y.data());

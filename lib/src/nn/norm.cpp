@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "row_kernels.hpp"
+
 namespace seqlab {
 
 namespace {
@@ -87,23 +89,25 @@ Tensor3 LayerNorm::forward(const Tensor3& x, const PaddingMask* padding) {
   const float* xp = x.data();
   const float* w = weight.value.data();
   const float* be = bias.value.data();
-  for (std::size_t i = 0; i < n; ++i) {
-    const float* xi = xp + i * d;
-    double mean = 0.0;
-    for (std::size_t j = 0; j < d; ++j) mean += xi[j];
-    mean /= static_cast<double>(d);                        // μ = mean(x)
-    double var = 0.0;
-    for (std::size_t j = 0; j < d; ++j) var += (xi[j] - mean) * (xi[j] - mean);
-    var /= static_cast<double>(d);                         // σ² = mean((x − μ)²), biased
-    const double rstd = 1.0 / std::sqrt(var + static_cast<double>(eps_));
-    rstd_(i) = static_cast<float>(rstd);
-    float* xh = xhat_.data() + i * d;
-    float* yi = y.data() + i * d;
-    for (std::size_t j = 0; j < d; ++j) {
-      xh[j] = static_cast<float>((xi[j] - mean) * rstd);  // x̂ = (x − μ) / sqrt(σ² + eps)
-      yi[j] = affine_ ? w[j] * xh[j] + be[j] : xh[j];      // y = γ x̂ + β
+  parallel_for(n, detail::row_grain(d), [&](std::size_t i0, std::size_t i1, std::size_t) {
+    for (std::size_t i = i0; i < i1; ++i) {
+      const float* xi = xp + i * d;
+      double mean = 0.0;
+      for (std::size_t j = 0; j < d; ++j) mean += xi[j];
+      mean /= static_cast<double>(d);                        // μ = mean(x)
+      double var = 0.0;
+      for (std::size_t j = 0; j < d; ++j) var += (xi[j] - mean) * (xi[j] - mean);
+      var /= static_cast<double>(d);                         // σ² = mean((x − μ)²), biased
+      const double rstd = 1.0 / std::sqrt(var + static_cast<double>(eps_));
+      rstd_(i) = static_cast<float>(rstd);
+      float* xh = xhat_.data() + i * d;
+      float* yi = y.data() + i * d;
+      for (std::size_t j = 0; j < d; ++j) {
+        xh[j] = static_cast<float>((xi[j] - mean) * rstd);  // x̂ = (x − μ) / sqrt(σ² + eps)
+        yi[j] = affine_ ? w[j] * xh[j] + be[j] : xh[j];      // y = γ x̂ + β
+      }
     }
-  }
+  });
   b_ = b;
   t_ = t;
   cached_ = true;
@@ -116,33 +120,48 @@ Tensor3 LayerNorm::backward(const Tensor3& dy) {
   check_vector_parameter("LayerNorm.bias", bias, affine_ ? d_ : 0);
   const std::size_t n = b_ * t_, d = d_;
   Tensor3 dx({b_, t_, d});
-  std::vector<double> dw(affine_ ? d : 0, 0.0), db(affine_ ? d : 0, 0.0);
-  std::vector<float> g(d);
   const float* w = weight.value.data();
-  for (std::size_t i = 0; i < n; ++i) {
-    const float* dyi = dy.data() + i * d;
-    const float* xh = xhat_.data() + i * d;
-    double mean_g = 0.0, mean_gx = 0.0;
-    for (std::size_t j = 0; j < d; ++j) {
-      g[j] = affine_ ? w[j] * dyi[j] : dyi[j];  // y = γ x̂ + β  ->  dx̂ = γ dy
-      mean_g += g[j];
-      mean_gx += static_cast<double>(g[j]) * xh[j];
-      if (affine_) {
-        dw[j] += static_cast<double>(dyi[j]) * xh[j];  // dγ += dy x̂
-        db[j] += dyi[j];                                // dβ += dy
+  // Rows on the thread budget. dγ and dβ sum over rows: double partials per fixed block of
+  // kSumBlockRows rows, added in block order below (the same for every thread budget).
+  const std::size_t blocks = (n + detail::kSumBlockRows - 1) / detail::kSumBlockRows;
+  std::vector<double> dw(affine_ ? blocks * d : 0, 0.0), db(affine_ ? blocks * d : 0, 0.0);
+  const std::size_t block_grain = std::max<std::size_t>(1, detail::row_grain(d) / detail::kSumBlockRows);
+  parallel_for(blocks, block_grain, [&](std::size_t k0, std::size_t k1, std::size_t) {
+    std::vector<float> g(d);
+    for (std::size_t i = k0 * detail::kSumBlockRows; i < std::min(n, k1 * detail::kSumBlockRows); ++i) {
+      const float* dyi = dy.data() + i * d;
+      const float* xh = xhat_.data() + i * d;
+      double* dwk = affine_ ? dw.data() + (i / detail::kSumBlockRows) * d : nullptr;
+      double* dbk = affine_ ? db.data() + (i / detail::kSumBlockRows) * d : nullptr;
+      double mean_g = 0.0, mean_gx = 0.0;
+      for (std::size_t j = 0; j < d; ++j) {
+        g[j] = affine_ ? w[j] * dyi[j] : dyi[j];  // y = γ x̂ + β  ->  dx̂ = γ dy
+        mean_g += g[j];
+        mean_gx += static_cast<double>(g[j]) * xh[j];
+        if (affine_) {
+          dwk[j] += static_cast<double>(dyi[j]) * xh[j];  // dγ += dy x̂
+          dbk[j] += dyi[j];                                // dβ += dy
+        }
       }
+      mean_g /= static_cast<double>(d);
+      mean_gx /= static_cast<double>(d);
+      // x̂ = (x − μ) rstd  ->  dx = rstd (dx̂ − mean(dx̂) − x̂ mean(dx̂ x̂))
+      const double rstd = rstd_(i);
+      float* dxi = dx.data() + i * d;
+      for (std::size_t j = 0; j < d; ++j)
+        dxi[j] = static_cast<float>(rstd * (g[j] - mean_g - xh[j] * mean_gx));
     }
-    mean_g /= static_cast<double>(d);
-    mean_gx /= static_cast<double>(d);
-    // x̂ = (x − μ) rstd  ->  dx = rstd (dx̂ − mean(dx̂) − x̂ mean(dx̂ x̂))
-    const double rstd = rstd_(i);
-    float* dxi = dx.data() + i * d;
-    for (std::size_t j = 0; j < d; ++j)
-      dxi[j] = static_cast<float>(rstd * (g[j] - mean_g - xh[j] * mean_gx));
-  }
-  for (std::size_t j = 0; j < dw.size(); ++j) {
-    weight.grad.data()[j] += static_cast<float>(dw[j]);
-    bias.grad.data()[j] += static_cast<float>(db[j]);
+  });
+  if (affine_) {
+    for (std::size_t j = 0; j < d; ++j) {
+      double sw = 0.0, sb = 0.0;
+      for (std::size_t k = 0; k < blocks; ++k) {
+        sw += dw[k * d + j];
+        sb += db[k * d + j];
+      }
+      weight.grad.data()[j] += static_cast<float>(sw);
+      bias.grad.data()[j] += static_cast<float>(sb);
+    }
   }
   return dx;
 }

@@ -4,9 +4,18 @@
 #include <stdexcept>
 #include <string>
 
+#include "row_kernels.hpp"
+
 namespace seqlab {
 
 namespace {
+
+// a + b of two tensors of one shape, on the thread budget (row_kernels.hpp).
+Tensor3 sum_of(const Tensor3& a, const Tensor3& b) {
+  Tensor3 out(a.shape());
+  detail::add_floats(a.data(), b.data(), a.size(), out.data());
+  return out;
+}
 
 const TransformerLayerConfig& validated(const TransformerLayerConfig& cfg) {
   cfg.validate();
@@ -21,11 +30,11 @@ Tensor3 residual_forward(bool pre, Norm& norm, Dropout& drop, const Tensor3& z,
   if (pre) {
     const Tensor3 n = norm.forward(z, pad);          // n = norm(z)
     const Tensor3 s = drop.forward(sub(n));          // s = drop(sub(n))
-    Tensor3 y = z + s;                               // y = z + s
+    Tensor3 y = sum_of(z, s);                        // y = z + s
     return y;
   }
   const Tensor3 s = drop.forward(sub(z));            // s = drop(sub(z))
-  const Tensor3 r = z + s;                           // r = z + s
+  const Tensor3 r = sum_of(z, s);                    // r = z + s
   return norm.forward(r, pad);                       // y = norm(r)
 }
 
@@ -35,12 +44,12 @@ Tensor3 residual_backward(bool pre, Norm& norm, Dropout& drop, const Tensor3& dy
   if (pre) {
     const Tensor3 dn = sub_back(drop.backward(dy));  // s = drop(sub(n))
     const Tensor3 dz_norm = norm.backward(dn);       // n = norm(z)
-    Tensor3 dz = dy + dz_norm;                       // y = z + s: both paths
+    Tensor3 dz = sum_of(dy, dz_norm);                // y = z + s: both paths
     return dz;
   }
   const Tensor3 dr = norm.backward(dy);              // y = norm(r)
   const Tensor3 dz_sub = sub_back(drop.backward(dr));  // s = drop(sub(z))
-  Tensor3 dz = dr + dz_sub;                          // r = z + s
+  Tensor3 dz = sum_of(dr, dz_sub);                   // r = z + s
   return dz;
 }
 

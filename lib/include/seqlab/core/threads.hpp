@@ -1,9 +1,16 @@
 #pragma once
-// Thread control. `--threads N` sets the one thread budget of a process: OpenBLAS gets N threads
-// and seqlab's own loops run serially, so the two never oversubscribe the cores
+// Thread control. `--threads N` sets the one thread budget of a process: OpenBLAS gets N threads,
+// and seqlab's own parallel loops (the attention heads, the layers' element-wise work) use up to
+// N threads while no BLAS call runs, so the two never oversubscribe the cores
 // (OpenBLAS 0.3.21 pthread build; see shared/notes/pitfalls.md). Loops of our own that run in
-// parallel must call `BlasThreadsScope one(1)` around their BLAS calls.
+// parallel (parallel_for below) run between BLAS calls, never beside them, or call
+// `BlasThreadsScope one(1)` around their BLAS calls (MultiheadAttention's heads).
+#include <algorithm>
+#include <cstddef>
+#include <exception>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace seqlab {
 
@@ -27,5 +34,41 @@ class BlasThreadsScope {
  private:
   int previous_;
 };
+
+/// Threads parallel_for uses for n items with at least `grain` items per thread:
+/// min(num_threads(), n / grain), at least 1 (grain 0 counts as 1).
+std::size_t parallel_threads(std::size_t n, std::size_t grain);
+
+/// Runs body(begin, end, worker) over [0, n) split into parallel_threads(n, grain) contiguous
+/// ranges of near-equal size, range w = [n·w/P, n·(w+1)/P) on worker w < P (worker 0 is the calling
+/// thread; the others are std::threads started for this call and joined before it returns). With
+/// P = 1 it is a plain call body(0, n, 0). For element-wise work between BLAS calls (the budget's
+/// cores are idle then); body must not call BLAS itself unless it sets `BlasThreadsScope one(1)`.
+/// Ranges must write disjoint memory; a result that sums over ranges should sum in an order that
+/// does not depend on P (fixed blocks, as add_column_sums in nn/) so it is the same for every
+/// thread budget. The first exception thrown by any worker is rethrown after all have joined.
+template <class Body>
+void parallel_for(std::size_t n, std::size_t grain, Body&& body) {
+  const std::size_t p = parallel_threads(n, grain);
+  if (p <= 1) {
+    body(std::size_t{0}, n, std::size_t{0});
+    return;
+  }
+  std::vector<std::exception_ptr> errors(p);
+  const auto range = [&](std::size_t w) {
+    try {
+      body(n * w / p, n * (w + 1) / p, w);
+    } catch (...) {
+      errors[w] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(p - 1);
+  for (std::size_t w = 1; w < p; ++w) pool.emplace_back(range, w);
+  range(0);
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
 
 }  // namespace seqlab

@@ -1,0 +1,73 @@
+#pragma once
+// Element-wise and row-reduction kernels of the layers, run on the thread budget with
+// parallel_for (core/threads.hpp) between the layers' GEMMs. Internal header, included as
+// "row_kernels.hpp" by linear.cpp, attention.cpp, feed_forward.cpp, norm.cpp and
+// transformer_layer.cpp.
+//
+// Results do not depend on the thread budget: element-wise kernels write each element once, and
+// add_column_sums sums fixed blocks of kSumBlockRows rows into double partials that are added in
+// block order, whatever thread computed each block.
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "seqlab/core/threads.hpp"
+
+namespace seqlab::detail {
+
+/// Elements per thread below which a kernel stays on one thread (a thread start costs about
+/// 20-50 µs, the time of a few 100k float operations).
+constexpr std::size_t kElementGrain = std::size_t{1} << 16;
+/// Rows per block of add_column_sums.
+constexpr std::size_t kSumBlockRows = 64;
+
+/// Rows per thread for row kernels of width w: kElementGrain elements' worth, at least 1.
+inline std::size_t row_grain(std::size_t w) { return std::max<std::size_t>(1, kElementGrain / std::max<std::size_t>(w, 1)); }
+
+/// dst[0..n) = src[0..n).
+inline void copy_floats(const float* src, std::size_t n, float* dst) {
+  parallel_for(n, kElementGrain, [&](std::size_t a, std::size_t b, std::size_t) {
+    std::memcpy(dst + a, src + a, (b - a) * sizeof(float));
+  });
+}
+
+/// out[i] = x[i] + y[i], i < n (out may alias x or y).
+inline void add_floats(const float* x, const float* y, std::size_t n, float* out) {
+  parallel_for(n, kElementGrain, [&](std::size_t a, std::size_t b, std::size_t) {
+    for (std::size_t i = a; i < b; ++i) out[i] = x[i] + y[i];
+  });
+}
+
+/// dst[r, :] = row[0..w) for r < n (dst rows of stride w).
+inline void fill_rows(float* dst, std::size_t n, const float* row, std::size_t w) {
+  parallel_for(n, row_grain(w), [&](std::size_t a, std::size_t b, std::size_t) {
+    for (std::size_t r = a; r < b; ++r) std::memcpy(dst + r * w, row, w * sizeof(float));
+  });
+}
+
+/// out[j] += Σ_{r<n} src[r·w + j] for j < w: each block of kSumBlockRows rows is summed row by row
+/// into a double partial, the partials are added in block order, and the total is added to out
+/// as float once (the same result for every thread budget).
+inline void add_column_sums(const float* src, std::size_t n, std::size_t w, float* out) {
+  const std::size_t blocks = (n + kSumBlockRows - 1) / kSumBlockRows;
+  std::vector<double> partial(blocks * w, 0.0);
+  parallel_for(blocks, std::max<std::size_t>(1, row_grain(w) / kSumBlockRows),
+               [&](std::size_t b0, std::size_t b1, std::size_t) {
+                 for (std::size_t blk = b0; blk < b1; ++blk) {
+                   double* acc = partial.data() + blk * w;
+                   const std::size_t r1 = std::min(n, (blk + 1) * kSumBlockRows);
+                   for (std::size_t r = blk * kSumBlockRows; r < r1; ++r) {
+                     const float* row = src + r * w;
+                     for (std::size_t j = 0; j < w; ++j) acc[j] += row[j];
+                   }
+                 }
+               });
+  for (std::size_t j = 0; j < w; ++j) {
+    double s = 0.0;
+    for (std::size_t blk = 0; blk < blocks; ++blk) s += partial[blk * w + j];
+    out[j] += static_cast<float>(s);
+  }
+}
+
+}  // namespace seqlab::detail

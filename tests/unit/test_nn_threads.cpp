@@ -1,0 +1,144 @@
+// The thread budget changes how fast the layers' element-wise and row-reduction work runs
+// (parallel_for, lib/src/nn/row_kernels.hpp), never its numbers: LayerNorm forward and backward,
+// Linear's bias gradient, Dropout and the feed-forward activation give bit-identical results at
+// budgets 1, 2 and 3. (GEMM results may depend on OpenBLAS's partitioning; the values compared
+// here are the ones seqlab computes itself.) Also parallel_for's contract.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <stdexcept>
+#include <vector>
+
+#include "fixtures.hpp"
+#include "seqlab/core/rng.hpp"
+#include "seqlab/core/threads.hpp"
+#include "seqlab/nn/dropout.hpp"
+#include "seqlab/nn/linear.hpp"
+#include "seqlab/nn/norm.hpp"
+
+using namespace seqlab;
+using seqlab::test::flat;
+
+namespace {
+
+// Restores the thread budget a test changed.
+struct BudgetGuard {
+  int saved = num_threads();
+  ~BudgetGuard() { set_num_threads(saved); }
+};
+
+Tensor3 random3(std::size_t b, std::size_t t, std::size_t d, std::uint64_t seed) {
+  Rng rng(seed);
+  Tensor3 x({b, t, d});
+  rng.fill_normal(x, 0.0f, 1.0f);
+  return x;
+}
+
+// Sizes big enough that every kernel splits over 3 threads (kElementGrain = 65536 elements),
+// with a row count that is not a multiple of the 64-row sum blocks.
+constexpr std::size_t kB = 5, kT = 117, kD = 384;
+
+}  // namespace
+
+TEST_CASE("parallel_for covers every index once, in at most budget ranges", "[core][threads]") {
+  BudgetGuard guard;
+  for (int budget : {1, 2, 3, 7}) {
+    set_num_threads(budget);
+    for (std::size_t n : {0, 1, 5, 1000, 100003}) {
+      std::vector<std::atomic<int>> seen(n);
+      std::atomic<std::size_t> ranges{0};
+      parallel_for(n, 100, [&](std::size_t a, std::size_t b, std::size_t worker) {
+        CHECK(worker < static_cast<std::size_t>(budget));
+        ranges += 1;
+        for (std::size_t i = a; i < b; ++i) seen[i] += 1;
+      });
+      for (std::size_t i = 0; i < n; ++i) REQUIRE(seen[i] == 1);
+      CHECK(ranges == parallel_threads(n, 100));
+      CHECK(parallel_threads(n, 100) <= static_cast<std::size_t>(budget));
+      CHECK(parallel_threads(n, 100) >= 1);
+    }
+  }
+  set_num_threads(3);
+  CHECK(parallel_threads(100000, 0) == 3);  // grain 0 counts as 1
+  CHECK(parallel_threads(250, 100) == 2);   // n / grain limits the threads
+}
+
+TEST_CASE("parallel_for rethrows a worker's exception after all workers joined", "[core][threads]") {
+  BudgetGuard guard;
+  set_num_threads(3);
+  std::atomic<int> finished{0};
+  CHECK_THROWS_WITH(parallel_for(300, 1,
+                                 [&](std::size_t, std::size_t, std::size_t worker) {
+                                   if (worker == 2) throw std::runtime_error("worker 2 failed");
+                                   finished += 1;
+                                 }),
+                    "worker 2 failed");
+  CHECK(finished == 2);
+}
+
+TEST_CASE("LayerNorm forward and backward are bit-identical at thread budgets 1, 2, 3", "[nn][norm][threads]") {
+  BudgetGuard guard;
+  const Tensor3 x = random3(kB, kT, kD, 1), dy = random3(kB, kT, kD, 2);
+  std::vector<std::vector<float>> runs;
+  for (int budget : {1, 2, 3}) {
+    set_num_threads(budget);
+    LayerNorm norm(kD);
+    Rng rng(3);
+    rng.fill_normal(norm.weight.value, 1.0f, 0.5f);
+    rng.fill_normal(norm.bias.value, 0.0f, 0.5f);
+    const Tensor3 y = norm.forward(x);
+    const Tensor3 dx = norm.backward(dy);
+    std::vector<float> all = flat(y);
+    all.insert(all.end(), dx.begin(), dx.end());
+    all.insert(all.end(), norm.weight.grad.begin(), norm.weight.grad.end());
+    all.insert(all.end(), norm.bias.grad.begin(), norm.bias.grad.end());
+    runs.push_back(all);
+  }
+  CHECK(runs[1] == runs[0]);
+  CHECK(runs[2] == runs[0]);
+}
+
+TEST_CASE("Linear's bias gradient is bit-identical at thread budgets 1, 2, 3", "[nn][linear][threads]") {
+  BudgetGuard guard;
+  const Tensor3 x = random3(kB, kT, 8, 4), dy = random3(kB, kT, kD, 5);
+  std::vector<std::vector<float>> runs;
+  for (int budget : {1, 2, 3}) {
+    set_num_threads(budget);
+    Rng rng(6);
+    Linear lin(8, kD, rng);
+    lin.forward(x);
+    lin.backward(dy);
+    runs.push_back(std::vector<float>(lin.bias.grad.begin(), lin.bias.grad.end()));
+  }
+  CHECK(runs[1] == runs[0]);
+  CHECK(runs[2] == runs[0]);
+  // And the value is the column sum of dy.
+  std::vector<double> want(kD, 0.0);
+  for (std::size_t r = 0; r < kB * kT; ++r)
+    for (std::size_t j = 0; j < kD; ++j) want[j] += dy.data()[r * kD + j];
+  for (std::size_t j = 0; j < kD; ++j) CHECK(runs[0][j] == Approx(want[j]).epsilon(1e-6));
+}
+
+TEST_CASE("Dropout is bit-identical at thread budgets 1, 2, 3", "[nn][dropout][threads]") {
+  BudgetGuard guard;
+  const Tensor3 x = random3(kB, kT, kD, 7), dy = random3(kB, kT, kD, 8);
+  std::vector<float> identity = flat(x);  // p = 0: y = x and dx = dy
+  identity.insert(identity.end(), dy.begin(), dy.end());
+  std::vector<std::vector<float>> runs;
+  for (int budget : {1, 2, 3}) {
+    set_num_threads(budget);
+    for (float p : {0.0f, 0.3f}) {
+      Dropout drop(p, 9);
+      const Tensor3 y = drop.forward(x);
+      const Tensor3 dx = drop.backward(dy);
+      std::vector<float> all = flat(y);
+      all.insert(all.end(), dx.begin(), dx.end());
+      if (budget == 1) {
+        runs.push_back(all);
+        if (p == 0.0f) CHECK(all == identity);
+      } else {
+        CHECK(all == runs[p == 0.0f ? 0 : 1]);
+      }
+    }
+  }
+}
