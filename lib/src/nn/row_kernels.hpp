@@ -4,6 +4,10 @@
 // "row_kernels.hpp" by linear.cpp, attention.cpp, feed_forward.cpp, norm.cpp and
 // transformer_layer.cpp.
 //
+// Plain copies and bias-row fills stay on one thread: they are memory-bound, and a second thread
+// for them competes with OpenBLAS's idle worker, which spins after every multi-threaded GEMM
+// (experiments/bench/README.md, the rerun after this change).
+//
 // Results do not depend on the thread budget: element-wise kernels write each element once, and
 // add_column_sums sums fixed blocks of kSumBlockRows rows into double partials that are added in
 // block order, whatever thread computed each block.
@@ -27,9 +31,7 @@ inline std::size_t row_grain(std::size_t w) { return std::max<std::size_t>(1, kE
 
 /// dst[0..n) = src[0..n).
 inline void copy_floats(const float* src, std::size_t n, float* dst) {
-  parallel_for(n, kElementGrain, [&](std::size_t a, std::size_t b, std::size_t) {
-    std::memcpy(dst + a, src + a, (b - a) * sizeof(float));
-  });
+  std::memcpy(dst, src, n * sizeof(float));
 }
 
 /// out[i] = x[i] + y[i], i < n (out may alias x or y).
@@ -41,9 +43,7 @@ inline void add_floats(const float* x, const float* y, std::size_t n, float* out
 
 /// dst[r, :] = row[0..w) for r < n (dst rows of stride w).
 inline void fill_rows(float* dst, std::size_t n, const float* row, std::size_t w) {
-  parallel_for(n, row_grain(w), [&](std::size_t a, std::size_t b, std::size_t) {
-    for (std::size_t r = a; r < b; ++r) std::memcpy(dst + r * w, row, w * sizeof(float));
-  });
+  for (std::size_t r = 0; r < n; ++r) std::memcpy(dst + r * w, row, w * sizeof(float));
 }
 
 /// out[j] += Σ_{r<n} src[r·w + j] for j < w: each block of kSumBlockRows rows is summed row by row
