@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <exception>
 #include <limits>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 #include <xsimd/xsimd.hpp>
@@ -128,12 +126,12 @@ std::size_t causal_limit(std::size_t i, std::size_t Tk, std::size_t q_off, std::
   return std::min(Tk, pos_q + 1 - k_off);
 }
 
-/// Runs body(g0, g1, worker) over the heads [0, n_heads) split into contiguous ranges, one per
-/// thread of seqlab's budget (core/threads.hpp): with a budget of 1 (or one head) a plain call on
-/// this thread; otherwise OpenBLAS is set to one thread for the duration (BlasThreadsScope) and
-/// every thread runs its heads' GEMMs single-threaded, so the two kinds of threads never
-/// oversubscribe the cores and no GEMM of a head waits on another thread. worker < threads
-/// indexes per-thread scratch. The first exception thrown by a thread is rethrown after all join.
+/// Runs body(g0, g1, worker) over the heads [0, n_heads) in `threads` contiguous ranges
+/// (parallel_ranges, core/threads.hpp): with one range a plain call on this thread; otherwise
+/// OpenBLAS is set to one thread for the duration (BlasThreadsScope) and every thread runs its
+/// heads' GEMMs single-threaded, so the two kinds of threads never oversubscribe the cores and no
+/// GEMM of a head waits on another thread. worker < threads indexes per-thread scratch.
+/// `threads` is head_threads(n_heads), computed before the scope (inside it OpenBLAS reports 1).
 template <class Body>
 void for_head_ranges(std::size_t n_heads, std::size_t threads, Body body) {
   if (threads <= 1 || n_heads <= 1) {
@@ -141,27 +139,11 @@ void for_head_ranges(std::size_t n_heads, std::size_t threads, Body body) {
     return;
   }
   BlasThreadsScope one(1);
-  std::vector<std::exception_ptr> errors(threads);
-  std::vector<std::thread> pool;
-  const auto range = [&](std::size_t w) {
-    try {
-      body(n_heads * w / threads, n_heads * (w + 1) / threads, w);
-    } catch (...) {
-      errors[w] = std::current_exception();
-    }
-  };
-  for (std::size_t w = 1; w < threads; ++w) pool.emplace_back(range, w);
-  range(0);
-  for (std::thread& t : pool) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
+  parallel_ranges(n_heads, threads, body);
 }
 
 /// Threads for the per-head loops: seqlab's budget, at most one per head.
-std::size_t head_threads(std::size_t n_heads) {
-  const std::size_t budget = static_cast<std::size_t>(std::max(1, num_threads()));
-  return std::min(budget, std::max<std::size_t>(n_heads, 1));
-}
+std::size_t head_threads(std::size_t n_heads) { return parallel_threads(n_heads, 1); }
 
 }  // namespace
 

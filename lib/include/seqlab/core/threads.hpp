@@ -48,8 +48,12 @@ std::size_t parallel_threads(std::size_t n, std::size_t grain);
 /// does not depend on P (fixed blocks, as add_column_sums in nn/) so it is the same for every
 /// thread budget. The first exception thrown by any worker is rethrown after all have joined.
 template <class Body>
-void parallel_for(std::size_t n, std::size_t grain, Body&& body) {
-  const std::size_t p = parallel_threads(n, grain);
+void parallel_for(std::size_t n, std::size_t grain, Body&& body);
+
+/// parallel_for with the number of ranges p given (p >= 1; p = 1 is a plain call), for callers
+/// that size per-worker scratch first (MultiheadAttention's heads, p = parallel_threads(n, 1)).
+template <class Body>
+void parallel_ranges(std::size_t n, std::size_t p, Body&& body) {
   if (p <= 1) {
     body(std::size_t{0}, n, std::size_t{0});
     return;
@@ -69,6 +73,11 @@ void parallel_for(std::size_t n, std::size_t grain, Body&& body) {
   for (std::thread& t : pool) t.join();
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
+}
+
+template <class Body>
+void parallel_for(std::size_t n, std::size_t grain, Body&& body) {
+  parallel_ranges(n, parallel_threads(n, grain), body);
 }
 
 }  // namespace seqlab
