@@ -87,10 +87,10 @@ double activation_bytes(const StackConfig& c, double B, double T) {
   const double L = static_cast<double>(c.num_layers);
   double floats = 0.0;
   if (c.model == "self_attention") {
-    floats = L * (6.0 * B * T * D + static_cast<double>(c.n_heads) * B * T * T);
+    floats = L * (5.0 * B * T * D + static_cast<double>(c.n_heads) * B * T * T);
   } else if (c.is_transformer()) {
     const double F = static_cast<double>(c.d_ff), h = static_cast<double>(c.n_heads);
-    floats = L * (9.0 * B * T * D + 3.0 * B * T * F + B * h * T * T + 2.0 * B * T);
+    floats = L * (8.0 * B * T * D + 2.0 * B * T * F + B * h * T * T + 2.0 * B * T);
   } else if (c.is_recurrent()) {
     const double G = static_cast<double>(c.gates()) * H;
     floats = T * B * D + L * (T + 1.0) * B * H;

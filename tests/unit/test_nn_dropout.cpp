@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "fixtures.hpp"
@@ -88,6 +89,30 @@ TEST_CASE("Dropout masks are deterministic from the seed and fresh on every forw
   CHECK((a2 == b2));
   CHECK_FALSE((a1 == a2));            // the stream moves on
   CHECK_FALSE((c.forward(x) == a1));  // another seed, another mask
+}
+
+TEST_CASE("Dropout forward on a tensor given up works in place and equals the copying forward", "[nn][dropout]") {
+  const Tensor2 x = random_matrix(6, 40, 8);
+  Dropout copying(0.3f, 77), moving(0.3f, 77);
+  Tensor2 given = x;
+  const float* buffer = given.data();
+  const Tensor2 y_copy = copying.forward(x);
+  const Tensor2 y_move = moving.forward(std::move(given));
+  CHECK((y_copy == y_move));
+  CHECK(y_move.data() == buffer);  // masked in place, the same buffer returned
+  CHECK(copying.mask() == moving.mask());
+  CHECK_FALSE(moving.last_was_identity());
+  const Tensor2 dy = random_matrix(6, 40, 9);
+  CHECK((copying.backward(dy) == moving.backward(dy)));
+  // Eval: x itself comes back, no copy, and backward is still the identity.
+  moving.set_training(false);
+  Tensor2 again = x;
+  const float* again_buffer = again.data();
+  const Tensor2 y_eval = moving.forward(std::move(again));
+  CHECK(y_eval.data() == again_buffer);
+  CHECK((y_eval == x));
+  CHECK(moving.last_was_identity());
+  CHECK((moving.backward(dy) == dy));
 }
 
 TEST_CASE("Dropout backward uses the mask of the last forward", "[nn][dropout]") {

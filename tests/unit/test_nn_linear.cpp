@@ -122,6 +122,39 @@ TEST_CASE("Linear 3-D gradients match finite differences with and without bias",
   }
 }
 
+TEST_CASE("Linear forward_borrowed gives forward's output and gradients without copying x", "[nn][linear]") {
+  Rng rng(21);
+  Linear copied(5, 3, rng);
+  Linear borrowed = copied;  // same weights
+  Tensor3 x({2, 4, 5}), dy({2, 4, 3});
+  rng.fill_uniform(x, -1, 1);
+  rng.fill_uniform(dy, -1, 1);
+  const Tensor3 y1 = copied.forward(x);
+  const Tensor3 y2 = borrowed.forward_borrowed(x);
+  CHECK((y1 == y2));
+  const Tensor3 dx1 = copied.backward(dy);
+  const Tensor3 dx2 = borrowed.backward(dy);
+  CHECK((dx1 == dx2));
+  CHECK((copied.weight.grad == borrowed.weight.grad));
+  CHECK((copied.bias.grad == borrowed.bias.grad));
+  CHECK(xt::amax(xt::abs(borrowed.weight.grad))() > 0.0f);
+  // The borrowed input is read at backward time: a changed x changes dW (the contract says keep
+  // it unchanged; this shows the pointer is the one backward reads).
+  borrowed.zero_grad();
+  borrowed.forward_borrowed(x);
+  x *= 2.0f;
+  borrowed.backward(dy);
+  CHECK(xt::allclose(borrowed.weight.grad, 2.0f * copied.weight.grad, 1e-5, 1e-6));
+  // A later copying forward caches its own copy again.
+  Tensor3 x2 = x;
+  borrowed.zero_grad();
+  borrowed.forward(x2);
+  x2.fill(0.0f);
+  borrowed.backward(dy);
+  CHECK(xt::allclose(borrowed.weight.grad, 2.0f * copied.weight.grad, 1e-5, 1e-6));
+  CHECK_THROWS_AS(borrowed.forward_borrowed(Tensor3({2, 4, 4})), ShapeError);
+}
+
 TEST_CASE("Linear backward adds into the parameter gradients", "[nn][linear]") {
   Rng rng(5);
   Linear lin(3, 2, rng);

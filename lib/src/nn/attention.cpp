@@ -295,7 +295,7 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
   probs_.resize({B, h, Tq, Tk});
   ctx_merged_.resize({B, Tq, D});
   attend_heads(mask.key_padding);
-  Tensor3 y = out_proj.forward(ctx_merged_);
+  Tensor3 y = out_proj.forward_borrowed(ctx_merged_);  // ctx_merged_ is kept until the next forward
   has_forward_ = true;
   return y;
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "row_kernels.hpp"
 
@@ -16,18 +17,13 @@ Dropout::Dropout(float p, std::uint64_t seed) : p_(p), rng_(seed) {
   }
 }
 
-template <std::size_t N>
-xt::xtensor<float, N> Dropout::forward(const xt::xtensor<float, N>& x) {
-  const std::vector<std::size_t> shape(x.shape().begin(), x.shape().end());
+bool Dropout::prepare_forward(const std::vector<std::size_t>& shape, std::size_t n) {
   if (!training() || p_ == 0.0f) {
     shape_ = shape;
     identity_ = true;
     has_forward_ = true;
-    xt::xtensor<float, N> y(x.shape());
-    detail::copy_floats(x.data(), x.size(), y.data());
-    return y;
+    return true;
   }
-  const std::size_t n = x.size();
   if (frozen_ && !mask_.empty()) {
     if (shape != mask_shape_)
       throw ShapeError("Dropout.forward: x has shape " + shape_string(shape) +
@@ -42,14 +38,33 @@ xt::xtensor<float, N> Dropout::forward(const xt::xtensor<float, N>& x) {
   shape_ = shape;
   identity_ = false;
   has_forward_ = true;
-  xt::xtensor<float, N> y(x.shape());
-  const float* px = x.data();
-  float* py = y.data();
+  return false;
+}
+
+void Dropout::apply_mask(const float* in, std::size_t n, float* out) const {
   const float* pm = mask_.data();
   parallel_for(n, detail::kElementGrain, [&](std::size_t a, std::size_t b, std::size_t) {
-    for (std::size_t i = a; i < b; ++i) py[i] = px[i] * pm[i];
+    for (std::size_t i = a; i < b; ++i) out[i] = in[i] * pm[i];
   });
+}
+
+template <std::size_t N>
+xt::xtensor<float, N> Dropout::forward(const xt::xtensor<float, N>& x) {
+  const std::vector<std::size_t> shape(x.shape().begin(), x.shape().end());
+  xt::xtensor<float, N> y(x.shape());
+  if (prepare_forward(shape, x.size())) {
+    detail::copy_floats(x.data(), x.size(), y.data());
+  } else {
+    apply_mask(x.data(), x.size(), y.data());  // y = x ⊙ m
+  }
   return y;
+}
+
+template <std::size_t N>
+xt::xtensor<float, N> Dropout::forward(xt::xtensor<float, N>&& x) {
+  const std::vector<std::size_t> shape(x.shape().begin(), x.shape().end());
+  if (!prepare_forward(shape, x.size())) apply_mask(x.data(), x.size(), x.data());  // y = x ⊙ m
+  return std::move(x);
 }
 
 template <std::size_t N>
@@ -76,6 +91,7 @@ xt::xtensor<float, N> Dropout::backward(const xt::xtensor<float, N>& dy) const {
 
 #define SEQLAB_DEFINE_DROPOUT(N)                                                       \
   template xt::xtensor<float, N> Dropout::forward<N>(const xt::xtensor<float, N>&);   \
+  template xt::xtensor<float, N> Dropout::forward<N>(xt::xtensor<float, N>&&);        \
   template xt::xtensor<float, N> Dropout::backward<N>(const xt::xtensor<float, N>&) const;
 SEQLAB_DEFINE_DROPOUT(1)
 SEQLAB_DEFINE_DROPOUT(2)

@@ -65,7 +65,7 @@ Tensor3 FeedForward::forward(const Tensor3& x) {
   cached_ = true;
   // hd = dropout(h); the identity (eval mode or p = 0) is skipped: no copy of h.
   dropout_active_ = dropout.training() && dropout.p() > 0.0f;
-  if (!dropout_active_) return linear2.forward(h_);       // y = linear2(h)
+  if (!dropout_active_) return linear2.forward_borrowed(h_);  // y = linear2(h); h_ is kept
   return linear2.forward(dropout.forward(h_));            // y = linear2(hd)
 }
 

@@ -56,7 +56,7 @@ void Linear::backward_rows(const float* dy, std::size_t n, float* dx) {
   // y = x Wᵀ  ->  dx[n, in] = dy[n, out] · W[out, in]
   gemm(false, false, n, in_, out_, 1.0f, dy, out_, weight.value.data(), in_, 0.0f, dx, in_);
   // y = x Wᵀ  ->  dW[out, in] += dyᵀ[out, n] · x[n, in]
-  gemm(true, false, out_, in_, n, 1.0f, dy, out_, x_.data(), in_, 1.0f, weight.grad.data(), in_);
+  gemm(true, false, out_, in_, n, 1.0f, dy, out_, input(), in_, 1.0f, weight.grad.data(), in_);
   // y = ... + b  ->  db[out] += Σ_rows dy (double partial sums over fixed row blocks, threaded)
   if (has_bias_) detail::add_column_sums(dy, n, out_, bias.grad.data());
 }
@@ -66,6 +66,8 @@ Tensor2 Linear::forward(const Tensor2& x) {
   check_parameters();
   const std::size_t n = x.shape()[0];
   x_ = x;
+  borrowed_ = nullptr;
+  rows_ = n;
   cached_ = true;
   Tensor2 y({n, out_});
   forward_rows(x_.data(), n, y.data());
@@ -74,7 +76,7 @@ Tensor2 Linear::forward(const Tensor2& x) {
 
 Tensor2 Linear::backward(const Tensor2& dy) {
   if (!cached_) throw std::logic_error("Linear.backward: called before forward");
-  const std::size_t n = x_.shape()[0];
+  const std::size_t n = rows_;
   check_shape("Linear.backward: dy", dy, {static_cast<long>(n), static_cast<long>(out_)});
   check_parameters();
   Tensor2 dx({n, in_});
@@ -88,16 +90,30 @@ Tensor3 Linear::forward(const Tensor3& x) {
   const std::size_t b = x.shape()[0], t = x.shape()[1], n = b * t;
   x_.resize({n, in_});
   detail::copy_floats(x.data(), n * in_, x_.data());
+  borrowed_ = nullptr;
+  rows_ = n;
   cached_ = true;
   Tensor3 y({b, t, out_});
   forward_rows(x_.data(), n, y.data());
   return y;
 }
 
+Tensor3 Linear::forward_borrowed(const Tensor3& x) {
+  check_shape("Linear.forward: x", x, {-1, -1, static_cast<long>(in_)});
+  check_parameters();
+  const std::size_t b = x.shape()[0], t = x.shape()[1], n = b * t;
+  borrowed_ = x.data();
+  rows_ = n;
+  cached_ = true;
+  Tensor3 y({b, t, out_});
+  forward_rows(borrowed_, n, y.data());
+  return y;
+}
+
 Tensor3 Linear::backward(const Tensor3& dy) {
   if (!cached_) throw std::logic_error("Linear.backward: called before forward");
   check_shape("Linear.backward: dy", dy, {-1, -1, static_cast<long>(out_)});
-  const std::size_t b = dy.shape()[0], t = dy.shape()[1], n = x_.shape()[0];
+  const std::size_t b = dy.shape()[0], t = dy.shape()[1], n = rows_;
   if (b * t != n)
     throw ShapeError("Linear.backward: dy " + shape_string(dy.shape()) + " has " +
                      std::to_string(b * t) + " rows; the last forward had " + std::to_string(n));

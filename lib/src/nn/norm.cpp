@@ -89,22 +89,27 @@ Tensor3 LayerNorm::forward(const Tensor3& x, const PaddingMask* padding) {
   const float* xp = x.data();
   const float* w = weight.value.data();
   const float* be = bias.value.data();
+  const bool affine = affine_;
   parallel_for(n, detail::row_grain(d), [&](std::size_t i0, std::size_t i1, std::size_t) {
     for (std::size_t i = i0; i < i1; ++i) {
       const float* xi = xp + i * d;
-      double mean = 0.0;
-      for (std::size_t j = 0; j < d; ++j) mean += xi[j];
-      mean /= static_cast<double>(d);                        // μ = mean(x)
-      double var = 0.0;
-      for (std::size_t j = 0; j < d; ++j) var += (xi[j] - mean) * (xi[j] - mean);
-      var /= static_cast<double>(d);                         // σ² = mean((x − μ)²), biased
+      // μ = mean(x); σ² = mean((x − μ)²), biased (double lane sums, row_kernels.hpp)
+      const double mean = detail::lane_sum(d, [&](std::size_t j) { return static_cast<double>(xi[j]); }) /
+                          static_cast<double>(d);
+      const double var = detail::lane_sum(d, [&](std::size_t j) {
+                           const double c = xi[j] - mean;
+                           return c * c;
+                         }) / static_cast<double>(d);
       const double rstd = 1.0 / std::sqrt(var + static_cast<double>(eps_));
       rstd_(i) = static_cast<float>(rstd);
       float* xh = xhat_.data() + i * d;
       float* yi = y.data() + i * d;
-      for (std::size_t j = 0; j < d; ++j) {
+      for (std::size_t j = 0; j < d; ++j)
         xh[j] = static_cast<float>((xi[j] - mean) * rstd);  // x̂ = (x − μ) / sqrt(σ² + eps)
-        yi[j] = affine_ ? w[j] * xh[j] + be[j] : xh[j];      // y = γ x̂ + β
+      if (affine) {
+        for (std::size_t j = 0; j < d; ++j) yi[j] = w[j] * xh[j] + be[j];  // y = γ x̂ + β
+      } else {
+        std::copy(xh, xh + d, yi);
       }
     }
   });
@@ -126,25 +131,28 @@ Tensor3 LayerNorm::backward(const Tensor3& dy) {
   const std::size_t blocks = (n + detail::kSumBlockRows - 1) / detail::kSumBlockRows;
   std::vector<double> dw(affine_ ? blocks * d : 0, 0.0), db(affine_ ? blocks * d : 0, 0.0);
   const std::size_t block_grain = std::max<std::size_t>(1, detail::row_grain(d) / detail::kSumBlockRows);
+  const bool affine = affine_;
   parallel_for(blocks, block_grain, [&](std::size_t k0, std::size_t k1, std::size_t) {
     std::vector<float> g(d);
     for (std::size_t i = k0 * detail::kSumBlockRows; i < std::min(n, k1 * detail::kSumBlockRows); ++i) {
       const float* dyi = dy.data() + i * d;
       const float* xh = xhat_.data() + i * d;
-      double* dwk = affine_ ? dw.data() + (i / detail::kSumBlockRows) * d : nullptr;
-      double* dbk = affine_ ? db.data() + (i / detail::kSumBlockRows) * d : nullptr;
-      double mean_g = 0.0, mean_gx = 0.0;
-      for (std::size_t j = 0; j < d; ++j) {
-        g[j] = affine_ ? w[j] * dyi[j] : dyi[j];  // y = γ x̂ + β  ->  dx̂ = γ dy
-        mean_g += g[j];
-        mean_gx += static_cast<double>(g[j]) * xh[j];
-        if (affine_) {
+      double* dwk = affine ? dw.data() + (i / detail::kSumBlockRows) * d : nullptr;
+      double* dbk = affine ? db.data() + (i / detail::kSumBlockRows) * d : nullptr;
+      if (affine) {
+        for (std::size_t j = 0; j < d; ++j) {
+          g[j] = w[j] * dyi[j];                            // y = γ x̂ + β  ->  dx̂ = γ dy
           dwk[j] += static_cast<double>(dyi[j]) * xh[j];  // dγ += dy x̂
           dbk[j] += dyi[j];                                // dβ += dy
         }
+      } else {
+        std::copy(dyi, dyi + d, g.begin());
       }
-      mean_g /= static_cast<double>(d);
-      mean_gx /= static_cast<double>(d);
+      const double mean_g = detail::lane_sum(d, [&](std::size_t j) { return static_cast<double>(g[j]); }) /
+                            static_cast<double>(d);
+      const double mean_gx =
+          detail::lane_sum(d, [&](std::size_t j) { return static_cast<double>(g[j]) * xh[j]; }) /
+          static_cast<double>(d);
       // x̂ = (x − μ) rstd  ->  dx = rstd (dx̂ − mean(dx̂) − x̂ mean(dx̂ x̂))
       const double rstd = rstd_(i);
       float* dxi = dx.data() + i * d;
@@ -188,9 +196,9 @@ Tensor3 RMSNorm::forward(const Tensor3& x, const PaddingMask* padding) {
   const float* w = weight.value.data();
   for (std::size_t i = 0; i < n; ++i) {
     const float* xi = x.data() + i * d;
-    double ms = 0.0;
-    for (std::size_t j = 0; j < d; ++j) ms += static_cast<double>(xi[j]) * xi[j];
-    ms /= static_cast<double>(d);                                          // mean(x²)
+    const double ms =  // mean(x²) (double lane sums, row_kernels.hpp)
+        detail::lane_sum(d, [&](std::size_t j) { return static_cast<double>(xi[j]) * xi[j]; }) /
+        static_cast<double>(d);
     const double rinv = 1.0 / std::sqrt(ms + static_cast<double>(eps_));  // 1 / r
     rinv_(i) = static_cast<float>(rinv);
     float* xh = xhat_.data() + i * d;
@@ -217,13 +225,13 @@ Tensor3 RMSNorm::backward(const Tensor3& dy) {
   for (std::size_t i = 0; i < n; ++i) {
     const float* dyi = dy.data() + i * d;
     const float* xh = xhat_.data() + i * d;
-    double mean_hx = 0.0;
     for (std::size_t j = 0; j < d; ++j) {
       h[j] = w[j] * dyi[j];                          // y = x̂ ⊙ g  ->  dx̂ = g ⊙ dy
-      mean_hx += static_cast<double>(h[j]) * xh[j];
       dw[j] += static_cast<double>(dyi[j]) * xh[j];  // dg += dy ⊙ x̂
     }
-    mean_hx /= static_cast<double>(d);
+    const double mean_hx =
+        detail::lane_sum(d, [&](std::size_t j) { return static_cast<double>(h[j]) * xh[j]; }) /
+        static_cast<double>(d);
     // x̂ = x / r, r = sqrt(mean(x²) + eps)  ->  dx = (dx̂ − x̂ mean(dx̂ ⊙ x̂)) / r
     const double rinv = rinv_(i);
     float* dxi = dx.data() + i * d;

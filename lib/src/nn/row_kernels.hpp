@@ -46,6 +46,25 @@ inline void fill_rows(float* dst, std::size_t n, const float* row, std::size_t w
   for (std::size_t r = 0; r < n; ++r) std::memcpy(dst + r * w, row, w * sizeof(float));
 }
 
+/// Lanes of the double row reductions below: kReduceLanes independent partial sums (one per
+/// j mod kReduceLanes), added in lane order at the end. A fixed order, so a row gives the same bits
+/// wherever it is computed; the independent partials let the compiler vectorize the loop, which
+/// one serial double sum does not allow.
+constexpr std::size_t kReduceLanes = 8;
+
+/// Σ_{j<n} f(j) in double over kReduceLanes partial sums (f returns double).
+template <class F>
+inline double lane_sum(std::size_t n, F&& f) {
+  double acc[kReduceLanes] = {};
+  std::size_t j = 0;
+  for (; j + kReduceLanes <= n; j += kReduceLanes)
+    for (std::size_t l = 0; l < kReduceLanes; ++l) acc[l] += f(j + l);
+  double s = 0.0;
+  for (std::size_t l = 0; l < kReduceLanes; ++l) s += acc[l];
+  for (; j < n; ++j) s += f(j);
+  return s;
+}
+
 /// out[j] += Σ_{r<n} src[r·w + j] for j < w: each block of kSumBlockRows rows is summed row by row
 /// into a double partial, the partials are added in block order, and the total is added to out
 /// as float once (the same result for every thread budget).

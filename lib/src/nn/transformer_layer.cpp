@@ -10,11 +10,17 @@ namespace seqlab {
 
 namespace {
 
-// a + b of two tensors of one shape, on the thread budget (row_kernels.hpp).
-Tensor3 sum_of(const Tensor3& a, const Tensor3& b) {
-  Tensor3 out(a.shape());
-  detail::add_floats(a.data(), b.data(), a.size(), out.data());
-  return out;
+// acc += b for two tensors of one shape, in place, on the thread budget (row_kernels.hpp).
+void add_into(Tensor3& acc, const Tensor3& b) {
+  detail::add_floats(acc.data(), b.data(), acc.size(), acc.data());
+}
+
+// dL/d(drop's input) for dL/d(drop's output) dy: dy itself when the last forward was the
+// identity (no copy), else the masked copy, kept in `store`.
+const Tensor3& through_dropout(const Dropout& drop, const Tensor3& dy, Tensor3& store) {
+  if (drop.last_was_identity()) return dy;
+  store = drop.backward(dy);
+  return store;
 }
 
 const TransformerLayerConfig& validated(const TransformerLayerConfig& cfg) {
@@ -24,32 +30,35 @@ const TransformerLayerConfig& validated(const TransformerLayerConfig& cfg) {
 
 // One residual sub-layer (Vaswani et al. §3.1 / Xiong et al. 2020):
 //   pre:  y = z + drop(sub(norm(z)))        post: y = norm(z + drop(sub(z)))
+// The sums are made in place in the branch's fresh output (no third buffer); the dropout takes
+// that output by value (in place, or as is when it is the identity).
 template <class Sub>
 Tensor3 residual_forward(bool pre, Norm& norm, Dropout& drop, const Tensor3& z,
                          const PaddingMask* pad, Sub&& sub) {
   if (pre) {
     const Tensor3 n = norm.forward(z, pad);          // n = norm(z)
-    const Tensor3 s = drop.forward(sub(n));          // s = drop(sub(n))
-    Tensor3 y = sum_of(z, s);                        // y = z + s
+    Tensor3 y = drop.forward(sub(n));                // s = drop(sub(n))
+    add_into(y, z);                                  // y = z + s
     return y;
   }
-  const Tensor3 s = drop.forward(sub(z));            // s = drop(sub(z))
-  const Tensor3 r = sum_of(z, s);                    // r = z + s
+  Tensor3 r = drop.forward(sub(z));                  // s = drop(sub(z))
+  add_into(r, z);                                    // r = z + s
   return norm.forward(r, pad);                       // y = norm(r)
 }
 
 // The backward of residual_forward; sub_back(ds) returns dL/d(sub's input) and adds its grads.
 template <class SubBack>
 Tensor3 residual_backward(bool pre, Norm& norm, Dropout& drop, const Tensor3& dy, SubBack&& sub_back) {
+  Tensor3 masked;
   if (pre) {
-    const Tensor3 dn = sub_back(drop.backward(dy));  // s = drop(sub(n))
-    const Tensor3 dz_norm = norm.backward(dn);       // n = norm(z)
-    Tensor3 dz = sum_of(dy, dz_norm);                // y = z + s: both paths
+    const Tensor3 dn = sub_back(through_dropout(drop, dy, masked));  // s = drop(sub(n))
+    Tensor3 dz = norm.backward(dn);                                  // n = norm(z)
+    add_into(dz, dy);                                                // y = z + s: both paths
     return dz;
   }
-  const Tensor3 dr = norm.backward(dy);              // y = norm(r)
-  const Tensor3 dz_sub = sub_back(drop.backward(dr));  // s = drop(sub(z))
-  Tensor3 dz = sum_of(dr, dz_sub);                   // r = z + s
+  const Tensor3 dr = norm.backward(dy);                              // y = norm(r)
+  Tensor3 dz = sub_back(through_dropout(drop, dr, masked));          // s = drop(sub(z))
+  add_into(dz, dr);                                                  // r = z + s
   return dz;
 }
 

@@ -34,6 +34,10 @@ class Dropout : public Module {
   /// Throws ShapeError if the mask is frozen and x's shape differs from the frozen mask's.
   template <std::size_t N>
   xt::xtensor<float, N> forward(const xt::xtensor<float, N>& x);
+  /// As forward(const&), on a tensor the caller gives up: the mask is applied in place and x's
+  /// buffer is returned (in eval / p = 0, x itself, with no copy).
+  template <std::size_t N>
+  xt::xtensor<float, N> forward(xt::xtensor<float, N>&& x);
 
   /// dy (shape of the last forward) -> dx = dy ⊙ m with the last forward's mask (dy in eval).
   /// Throws std::logic_error before any forward, ShapeError if dy's shape differs from the last
@@ -63,6 +67,12 @@ class Dropout : public Module {
   }
 
  private:
+  // Records a forward on `shape` (n elements); in train mode with p > 0 draws the mask (or checks
+  // the frozen one). Returns whether this forward is the identity.
+  bool prepare_forward(const std::vector<std::size_t>& shape, std::size_t n);
+  // out[i] = in[i] · mask_[i], i < n (out may be in).
+  void apply_mask(const float* in, std::size_t n, float* out) const;
+
   float p_;
   Rng rng_;
   bool frozen_ = false;
@@ -75,6 +85,7 @@ class Dropout : public Module {
 
 #define SEQLAB_DECLARE_DROPOUT(N)                                                             \
   extern template xt::xtensor<float, N> Dropout::forward<N>(const xt::xtensor<float, N>&);   \
+  extern template xt::xtensor<float, N> Dropout::forward<N>(xt::xtensor<float, N>&&);        \
   extern template xt::xtensor<float, N> Dropout::backward<N>(const xt::xtensor<float, N>&) const;
 SEQLAB_DECLARE_DROPOUT(1)
 SEQLAB_DECLARE_DROPOUT(2)

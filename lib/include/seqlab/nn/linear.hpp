@@ -34,6 +34,12 @@ class Linear : public Module {
   /// dy [B, T, out] -> dx [B, T, in]; B*T must equal the rows of the last forward.
   Tensor3 backward(const Tensor3& dy);
 
+  /// As forward(x) [B, T, in] -> [B, T, out], without the copy of x: the layer keeps a pointer to
+  /// x's data for backward, so x must stay alive and unchanged until backward has run. For callers
+  /// that own x (FeedForward's activation, MultiheadAttention's concatenated heads); saves a pass
+  /// over x (a copy of the layer made before backward reads the same x). Throws as forward.
+  Tensor3 forward_borrowed(const Tensor3& x);
+
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
 
   std::size_t in_features() const { return in_; }
@@ -50,7 +56,10 @@ class Linear : public Module {
 
   std::size_t in_, out_;
   bool has_bias_;
-  Tensor2 x_;           // cache: input of the last forward, [N, in]
+  Tensor2 x_;                   // cache: copy of the last forward's input, [N, in]
+  const float* borrowed_ = nullptr;  // forward_borrowed's input; nullptr: the input is x_
+  const float* input() const { return borrowed_ ? borrowed_ : x_.data(); }
+  std::size_t rows_ = 0;        // N of the last forward
   bool cached_ = false;
 };
 
