@@ -542,26 +542,9 @@ AttentionDiagnostics diagnose(SequenceModel& model, const Batch& probe) {
   return d;
 }
 
-LrSchedule make_schedule(const Cell& cell) {
-  LrSchedule s;
-  s.kind = cell.get_string("schedule");
-  s.base_lr = cell.get_float("lr");
-  s.warmup_steps = cell.get_int32("warmup_steps");
-  s.total_steps = cell.get_int32("steps");
-  return s;
-}
-
 void validate(const Cell& cell) {
   const Arm arm = parse_arm(cell.get_string("arm"), cell.get_size("d_model"));
-  const auto steps = cell.get_int("steps");
-  const auto warmup = cell.get_int("warmup_steps");
-  if (warmup > steps)
-    throw experiment::ConfigError("warmup_steps: invalid value '" + std::to_string(warmup) +
-                                  "': expected an integer <= steps (" + std::to_string(steps) + ")");
-  if (cell.get_string("schedule") == "inverse_sqrt" && warmup < 1)
-    throw experiment::ConfigError("warmup_steps: invalid value '" + std::to_string(warmup) +
-                                  "': schedule = inverse_sqrt needs an integer >= 1");
-  make_schedule(cell).validate();
+  experiment::cell_schedule(cell);  // schedule, lr, warmup_steps, steps
   const Problem pr(cell, arm);
   choose_model(cell, arm, pr).cfg.validate();  // e.g. rope with an odd head size
 }
@@ -586,7 +569,7 @@ void run_cell(const Cell& cell, CellOutput& out) {
   oc.lr = cell.get_float("lr");
   oc.weight_decay = cell.get_float("weight_decay");
   auto optim = make_optimizer(cell.get_string("optimizer"), params, oc);
-  const LrSchedule schedule = make_schedule(cell);
+  const LrSchedule schedule = experiment::cell_schedule(cell);
 
   Rng test_rng(cell.stream_seed(kTestStream));
   const Batch test = pr.sample(cell.get_size("test_batch"), test_rng, true);

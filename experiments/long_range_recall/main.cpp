@@ -231,28 +231,8 @@ ModelConfig model_config(const Cell& cell, const TaskSetup& task) {
   return mc;
 }
 
-LrSchedule make_schedule(const Cell& cell) {
-  LrSchedule s;
-  s.kind = cell.get_string("schedule");
-  s.base_lr = cell.get_float("lr");
-  s.warmup_steps = cell.get_int32("warmup_steps");
-  s.total_steps = cell.get_int32("steps");
-  return s;
-}
-
 void validate(const Cell& cell) {
-  const auto steps = cell.get_int("steps");
-  const auto warmup = cell.get_int("warmup_steps");
-  const auto kind = cell.get_string("schedule");
-  if (warmup > steps) {
-    throw experiment::ConfigError("warmup_steps: invalid value '" + std::to_string(warmup) +
-                      "': expected an integer <= steps (" + std::to_string(steps) + ")");
-  }
-  if (kind == "inverse_sqrt" && warmup < 1) {
-    throw experiment::ConfigError("warmup_steps: invalid value '" + std::to_string(warmup) +
-                      "': schedule = inverse_sqrt needs an integer >= 1");
-  }
-  make_schedule(cell).validate();  // anything else it rejects (message names the field)
+  experiment::cell_schedule(cell);  // schedule, lr, warmup_steps, steps
   parse_pairs(cell.get_string("mqar_pairs"));  // checked for every task: a bad list is bad input
   model_config(cell, task_setup(cell));  // task/length combinations, budget, model fields
 }
@@ -653,7 +633,7 @@ void run_cell(const Cell& cell, CellOutput& out) {
   oc.lr = cell.get_float("lr");
   oc.weight_decay = cell.get_float("weight_decay");
   auto optim = make_optimizer(cell.get_string("optimizer"), params, oc);
-  const LrSchedule schedule = make_schedule(cell);
+  const LrSchedule schedule = experiment::cell_schedule(cell);
 
   const BatchSource src = make_source(cell, task);
   const TestData test = make_test(cell, task, src);

@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "seqlab/core/rng.hpp"
+#include "seqlab/experiment/experiment.hpp"
 #include "seqlab/experiment/grid.hpp"
 #include "seqlab/experiment/io.hpp"
 #include "seqlab/experiment/options.hpp"
@@ -125,6 +126,41 @@ TEST_CASE("params give typed access", "[experiment][options]") {
   CHECK_THROWS_AS(p.get_int("missing"), std::out_of_range);
   CHECK_THROWS_AS(p.get_int("lr"), std::logic_error);
   CHECK_THROWS_AS(p.get_string("n"), std::logic_error);
+}
+
+TEST_CASE("cell_schedule reads the schedule keys and rejects bad combinations with the key named", "[experiment][options]") {
+  const auto cell_with = [](const std::string& kind, double lr, std::int64_t warmup, std::int64_t steps) {
+    Cell c;
+    c.params.set("schedule", kind);
+    c.params.set("lr", lr);
+    c.params.set("warmup_steps", warmup);
+    c.params.set("steps", steps);
+    return c;
+  };
+  const seqlab::LrSchedule s = cell_schedule(cell_with("cosine", 0.25, 3, 40));
+  CHECK(s.kind == "cosine");
+  CHECK(s.base_lr == 0.25f);
+  CHECK(s.warmup_steps == 3);
+  CHECK(s.total_steps == 40);
+  const auto message = [&](const Cell& c) {
+    try {
+      cell_schedule(c);
+    } catch (const ConfigError& e) {
+      return std::string("ConfigError: ") + e.what();
+    } catch (const std::invalid_argument& e) {
+      return std::string("invalid_argument: ") + e.what();
+    }
+    return std::string("no error");
+  };
+  CHECK(message(cell_with("constant", 0.1, 50, 40)) ==
+        "ConfigError: warmup_steps: invalid value '50': expected an integer <= steps (40)");
+  CHECK(message(cell_with("inverse_sqrt", 0.1, 0, 40)) ==
+        "ConfigError: warmup_steps: invalid value '0': schedule = inverse_sqrt needs an integer >= 1");
+  CHECK_THAT(message(cell_with("linear", 0.1, 0, 40)),
+             Catch::StartsWith("invalid_argument: ") && Catch::Contains("linear"));
+  CHECK_THAT(message(cell_with("constant", -1.0, 0, 40)), Catch::Contains("base_lr"));
+  Cell empty;
+  CHECK_THROWS_AS(cell_schedule(empty), std::out_of_range);
 }
 
 namespace {

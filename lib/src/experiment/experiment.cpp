@@ -876,6 +876,24 @@ bool flush_stdout(const ExperimentSpec& spec) {
 
 }  // namespace
 
+seqlab::LrSchedule cell_schedule(const Cell& cell) {
+  const auto steps = cell.get_int("steps");
+  const auto warmup = cell.get_int("warmup_steps");
+  if (warmup > steps)
+    throw ConfigError("warmup_steps: invalid value '" + std::to_string(warmup) +
+                      "': expected an integer <= steps (" + std::to_string(steps) + ")");
+  seqlab::LrSchedule s;
+  s.kind = cell.get_string("schedule");
+  if (s.kind == "inverse_sqrt" && warmup < 1)
+    throw ConfigError("warmup_steps: invalid value '" + std::to_string(warmup) +
+                      "': schedule = inverse_sqrt needs an integer >= 1");
+  s.base_lr = cell.get_float("lr");
+  s.warmup_steps = cell.get_int32("warmup_steps");
+  s.total_steps = cell.get_int32("steps");
+  s.validate();  // anything else it rejects (the message names the field)
+  return s;
+}
+
 seqlab::CheckpointOptions cell_checkpoint(const Cell& cell, const std::string& phase,
                                           seqlab::Module* model, CellOutput& out) {
   const bool ok = !phase.empty() && phase.size() <= 64 &&

@@ -117,6 +117,7 @@
 #include "seqlab/experiment/options.hpp"
 #include "seqlab/experiment/table.hpp"
 #include "seqlab/train/checkpoint.hpp"
+#include "seqlab/train/schedule.hpp"
 
 namespace seqlab::experiment {
 
@@ -176,6 +177,14 @@ inline int run_experiment(int argc, char** argv, const ExperimentSpec& spec) {
 /// std::invalid_argument. `out` must outlive the returned options.
 seqlab::CheckpointOptions cell_checkpoint(const Cell& cell, const std::string& phase,
                                           seqlab::Module* model, CellOutput& out);
+
+/// The learning-rate schedule of a cell whose keys are "schedule" (kind), "lr" (base_lr),
+/// "warmup_steps" and "steps" (total_steps), validated (train/schedule.hpp). Throws ConfigError
+/// naming the key, its value and what is allowed if warmup_steps > steps, or if the schedule is
+/// inverse_sqrt with warmup_steps < 1; std::invalid_argument naming the field for anything else
+/// LrSchedule::validate rejects; std::out_of_range if a key is missing or a value does not fit.
+/// Call it from the experiment's validate hook too, so that bad values exit 2 before any cell runs.
+seqlab::LrSchedule cell_schedule(const Cell& cell);
 
 /// File name of a cell's result inside <out>/cells/: "<label>_<16 hex digits>.json", the label with
 /// characters other than letters, digits, '.', '-', '=' replaced by '_'.
