@@ -35,6 +35,43 @@ TEST_CASE("gemm matches a naive product for every transpose combination", "[core
   CHECK_THROWS_AS(gemm(a, false, b, false, wrong), ShapeError);
 }
 
+TEST_CASE("gemm_split_rows gives gemm's bits at every thread budget and transpose", "[core][gemm][threads]") {
+  // Above the split threshold (kSplitGemmMacs), with a row count that does not divide evenly.
+  const std::size_t M = 517, N = 192, K = 200;
+  REQUIRE(static_cast<double>(M) * N * K >= kSplitGemmMacs);
+  Rng rng(11);
+  Tensor2 a({M, K}), b({K, N}), c0({M, N});
+  rng.fill_uniform(a, -1, 1);
+  rng.fill_uniform(b, -1, 1);
+  rng.fill_uniform(c0, -1, 1);
+  const int before = num_threads();
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      INFO("trans_a " << ta << " trans_b " << tb);
+      const Tensor2 A = ta ? Tensor2(xt::transpose(a)) : a;
+      const Tensor2 B = tb ? Tensor2(xt::transpose(b)) : b;
+      const std::size_t lda = A.shape()[1], ldb = B.shape()[1];
+      set_num_threads(1);
+      CHECK(gemm_row_parts(M, N, K) == 1);
+      Tensor2 ref = c0;
+      gemm(ta, tb, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, 1.0f, ref.data(), N);
+      for (int budget : {1, 2, 3}) {
+        INFO("budget " << budget);
+        set_num_threads(budget);
+        CHECK(gemm_row_parts(M, N, K) == static_cast<std::size_t>(budget));
+        Tensor2 c = c0;
+        gemm_split_rows(ta, tb, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, 1.0f, c.data(), N);
+        CHECK((c == ref));
+        CHECK(num_threads() == budget);  // the one-thread scope inside is undone
+      }
+    }
+  }
+  set_num_threads(3);
+  CHECK(gemm_row_parts(M, N, 1) == 1);                     // too small a product to split
+  CHECK(gemm_row_parts(kSplitGemmRowBlock, 1 << 20, 64) == 1);  // too few rows for two parts
+  set_num_threads(before);
+}
+
 TEST_CASE("rng is reproducible and has the right moments", "[core][rng]") {
   Rng a(42), b(42), c(43);
   for (int i = 0; i < 100; ++i) REQUIRE(a.next_u64() == b.next_u64());

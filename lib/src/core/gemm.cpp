@@ -1,5 +1,6 @@
 #include "seqlab/core/gemm.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <stdexcept>
 #include <string>
@@ -26,6 +27,23 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
               static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
               static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
+}
+
+std::size_t gemm_row_parts(std::size_t M, std::size_t N, std::size_t K) {
+  const auto budget = static_cast<std::size_t>(std::max(1, num_threads()));
+  if (budget <= 1) return 1;
+  if (static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < kSplitGemmMacs) return 1;
+  return std::max<std::size_t>(1, std::min(budget, M / kSplitGemmRowBlock));  // <= row blocks
+}
+
+void gemm_split_rows(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K,
+                     float alpha, const float* A, std::size_t lda, const float* B, std::size_t ldb,
+                     float beta, float* C, std::size_t ldc) {
+  for_gemm_rows(M, N, K, [&](std::size_t r0, std::size_t r1) {
+    // Rows r0.. of op(A): rows of A, or columns of A when it is stored transposed ([K, M]).
+    const float* Ar = trans_a ? A + r0 : A + r0 * lda;
+    gemm(trans_a, trans_b, r1 - r0, N, K, alpha, Ar, lda, B, ldb, beta, C + r0 * ldc, ldc);
+  });
 }
 
 void gemm(const Tensor2& A, bool trans_a, const Tensor2& B, bool trans_b, Tensor2& C, float alpha,

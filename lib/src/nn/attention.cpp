@@ -258,9 +258,13 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
   detail::copy_floats(query.data(), Nq * D, xq_.data());
   if (self) {
     // proj[N, R] = X W_inᵀ + b_in: q | k | v (shared_qk: qk | v) in one GEMM.
+    // Rows split over the thread budget (for_gemm_rows), each range filling its bias rows first.
     proj_q_.resize({Nq, R});
-    if (has_bias_) detail::fill_rows(proj_q_.data(), Nq, bias, R);
-    gemm(false, true, Nq, R, D, 1.0f, xq_.data(), D, W, D, has_bias_ ? 1.0f : 0.0f, proj_q_.data(), R);
+    for_gemm_rows(Nq, R, D, [&](std::size_t r0, std::size_t r1) {
+      if (has_bias_) detail::fill_rows(proj_q_.data() + r0 * R, r1 - r0, bias, R);
+      gemm(false, true, r1 - r0, R, D, 1.0f, xq_.data() + r0 * D, D, W, D, has_bias_ ? 1.0f : 0.0f,
+           proj_q_.data() + r0 * R, R);
+    });
   } else {
     // q = X_q W_Qᵀ + b_Q; [k | v] = X_kv [W_K; W_V]ᵀ + [b_K; b_V] (rows r0.. of the packed weight:
     // D for q|k|v, 0 for shared qk|v).
@@ -274,8 +278,9 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
       detail::fill_rows(proj_kv_.data(), Nk, bias + r0, 2 * D);
     }
     const float beta = has_bias_ ? 1.0f : 0.0f;
-    gemm(false, true, Nq, D, D, 1.0f, xq_.data(), D, W, D, beta, proj_q_.data(), D);
-    gemm(false, true, Nk, 2 * D, D, 1.0f, xkv_.data(), D, W + r0 * D, D, beta, proj_kv_.data(), 2 * D);
+    gemm_split_rows(false, true, Nq, D, D, 1.0f, xq_.data(), D, W, D, beta, proj_q_.data(), D);
+    gemm_split_rows(false, true, Nk, 2 * D, D, 1.0f, xkv_.data(), D, W + r0 * D, D, beta, proj_kv_.data(),
+                    2 * D);
   }
   if (rope_) {
     // RoFormer eq. 34 on every head: q at q_offset + t, k at k_offset + t, on contiguous
@@ -450,22 +455,24 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
   Tensor3 dx({B, Tq, D});
   if (self_) {
     // proj = X W_inᵀ + b_in  ->  dW_in += dprojᵀ X;  db_in += Σ_rows dproj;  dX = dproj W_in.
-    gemm(true, false, R, D, Nq, 1.0f, dproj_q_.data(), R, xq_.data(), D, 1.0f, Wg, D);
+    gemm_split_rows(true, false, R, D, Nq, 1.0f, dproj_q_.data(), R, xq_.data(), D, 1.0f, Wg, D);
     if (has_bias_) detail::add_column_sums(dproj_q_.data(), Nq, R, bg);
-    gemm(false, false, Nq, D, R, 1.0f, dproj_q_.data(), R, W, D, 0.0f, dx.data(), D);
+    gemm_split_rows(false, false, Nq, D, R, 1.0f, dproj_q_.data(), R, W, D, 0.0f, dx.data(), D);
   } else {
     const std::size_t r0 = shared_qk_ ? 0 : D;
     // q = X_q W_Qᵀ + b_Q: rows 0..D-1 of the packed weight.
-    gemm(true, false, D, D, Nq, 1.0f, dproj_q_.data(), D, xq_.data(), D, 1.0f, Wg, D);
+    gemm_split_rows(true, false, D, D, Nq, 1.0f, dproj_q_.data(), D, xq_.data(), D, 1.0f, Wg, D);
     // [k | v] = X_kv W_{r0..r0+2D}ᵀ + b: rows r0.. (shared: the qk rows get dQ and dK both).
-    gemm(true, false, 2 * D, D, Nk, 1.0f, dproj_kv_.data(), 2 * D, xkv_.data(), D, 1.0f, Wg + r0 * D, D);
+    gemm_split_rows(true, false, 2 * D, D, Nk, 1.0f, dproj_kv_.data(), 2 * D, xkv_.data(), D, 1.0f,
+                    Wg + r0 * D, D);
     if (has_bias_) {
       detail::add_column_sums(dproj_q_.data(), Nq, D, bg);
       detail::add_column_sums(dproj_kv_.data(), Nk, 2 * D, bg + r0);
     }
-    gemm(false, false, Nq, D, D, 1.0f, dproj_q_.data(), D, W, D, 0.0f, dx.data(), D);
+    gemm_split_rows(false, false, Nq, D, D, 1.0f, dproj_q_.data(), D, W, D, 0.0f, dx.data(), D);
     dkv_.resize({B, Tk, D});
-    gemm(false, false, Nk, D, 2 * D, 1.0f, dproj_kv_.data(), 2 * D, W + r0 * D, D, 0.0f, dkv_.data(), D);
+    gemm_split_rows(false, false, Nk, D, 2 * D, 1.0f, dproj_kv_.data(), 2 * D, W + r0 * D, D, 0.0f,
+                    dkv_.data(), D);
     has_kv_grad_ = true;
   }
   return dx;

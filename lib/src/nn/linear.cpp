@@ -41,22 +41,26 @@ void Linear::check_parameters() const {
                      shape_string(bias.value.shape()) + ", grad " + shape_string(bias.grad.shape()));
 }
 
-// y[n, out] = x[n, in] · Wᵀ (+ b broadcast over rows).
+// y[n, out] = x[n, in] · Wᵀ (+ b broadcast over rows), the rows split over the thread budget
+// (for_gemm_rows, core/gemm.hpp), each range filling its bias rows and then accumulating onto them.
 void Linear::forward_rows(const float* x, std::size_t n, float* y) const {
-  float beta = 0.0f;
-  if (has_bias_) {
-    detail::fill_rows(y, n, bias.value.data(), out_);
-    beta = 1.0f;
-  }
-  gemm(false, true, n, out_, in_, 1.0f, x, in_, weight.value.data(), in_, beta, y, out_);
+  for_gemm_rows(n, out_, in_, [&](std::size_t r0, std::size_t r1) {
+    float beta = 0.0f;
+    if (has_bias_) {
+      detail::fill_rows(y + r0 * out_, r1 - r0, bias.value.data(), out_);
+      beta = 1.0f;
+    }
+    gemm(false, true, r1 - r0, out_, in_, 1.0f, x + r0 * in_, in_, weight.value.data(), in_, beta,
+         y + r0 * out_, out_);
+  });
 }
 
 // Reverse of forward_rows, with x the cached input.
 void Linear::backward_rows(const float* dy, std::size_t n, float* dx) {
   // y = x Wᵀ  ->  dx[n, in] = dy[n, out] · W[out, in]
-  gemm(false, false, n, in_, out_, 1.0f, dy, out_, weight.value.data(), in_, 0.0f, dx, in_);
+  gemm_split_rows(false, false, n, in_, out_, 1.0f, dy, out_, weight.value.data(), in_, 0.0f, dx, in_);
   // y = x Wᵀ  ->  dW[out, in] += dyᵀ[out, n] · x[n, in]
-  gemm(true, false, out_, in_, n, 1.0f, dy, out_, input(), in_, 1.0f, weight.grad.data(), in_);
+  gemm_split_rows(true, false, out_, in_, n, 1.0f, dy, out_, input(), in_, 1.0f, weight.grad.data(), in_);
   // y = ... + b  ->  db[out] += Σ_rows dy (double partial sums over fixed row blocks, threaded)
   if (has_bias_) detail::add_column_sums(dy, n, out_, bias.grad.data());
 }

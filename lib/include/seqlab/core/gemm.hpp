@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "seqlab/core/tensor.hpp"
+#include "seqlab/core/threads.hpp"
 
 namespace seqlab {
 
@@ -15,6 +16,46 @@ namespace seqlab {
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
           const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
           std::size_t ldc);
+
+/// Parts into which for_gemm_rows splits the rows of a GEMM [M, K] x [K, N]: seqlab's thread
+/// budget (num_threads(), core/threads.hpp) when the product has at least kSplitGemmMacs
+/// multiply-adds, at most one part per kSplitGemmRowBlock rows (at least 1).
+std::size_t gemm_row_parts(std::size_t M, std::size_t N, std::size_t K);
+inline constexpr double kSplitGemmMacs = 16.0 * 1024 * 1024;  // ~0.3 ms at 100 GFLOP/s
+/// Row granularity of the split: a multiple of the row tile of OpenBLAS's SGEMM kernels (12 rows
+/// on this machine's Zen kernel, measured; 4, 8 or 16 on other x86 kernels), so that every row
+/// keeps its place in a tile.
+inline constexpr std::size_t kSplitGemmRowBlock = 48;
+
+/// Runs body(r0, r1) over the rows [0, M) of a GEMM's output in gemm_row_parts(M, N, K)
+/// contiguous ranges, each on its own thread (parallel_ranges) with OpenBLAS at one thread
+/// (BlasThreadsScope): every core runs one single-threaded GEMM, and OpenBLAS's own worker threads
+/// are not woken (after a multi-threaded call they spin in sched_yield and take cycles from
+/// seqlab's threads). With one part, a plain call body(0, M) with OpenBLAS at the budget. body
+/// computes rows [r0, r1) of C (and may do row-wise work around it, e.g. fill bias rows first).
+/// Range boundaries fall on multiples of kSplitGemmRowBlock rows, so every row keeps its place in
+/// OpenBLAS's row tiles and the split gives the same bits as the whole product (a boundary inside
+/// a tile moves its rows into a tail tile, whose kernel rounds differently: measured, and checked
+/// in tests/unit/test_core.cpp).
+/// Measured: experiments/bench/README.md.
+template <class Body>
+void for_gemm_rows(std::size_t M, std::size_t N, std::size_t K, Body&& body) {
+  const std::size_t parts = gemm_row_parts(M, N, K);
+  if (parts <= 1) {
+    body(std::size_t{0}, M);
+    return;
+  }
+  BlasThreadsScope one(1);
+  const std::size_t blocks = (M + kSplitGemmRowBlock - 1) / kSplitGemmRowBlock;
+  parallel_ranges(blocks, parts, [&](std::size_t b0, std::size_t b1, std::size_t) {
+    body(b0 * kSplitGemmRowBlock, std::min(M, b1 * kSplitGemmRowBlock));
+  });
+}
+
+/// gemm with the rows of C split as for_gemm_rows (same arguments, same result bits).
+void gemm_split_rows(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K,
+                     float alpha, const float* A, std::size_t lda, const float* B, std::size_t ldb,
+                     float beta, float* C, std::size_t ldc);
 
 /// Tensor form: C = alpha * op(A) · op(B) + beta * C for contiguous 2-D tensors.
 /// C must already have shape [M, N]. Throws ShapeError if the inner or outer extents disagree.
