@@ -4,7 +4,8 @@
 // N threads while no BLAS call runs, so the two never oversubscribe the cores
 // (OpenBLAS 0.3.21 pthread build; see shared/notes/pitfalls.md). Loops of our own that run in
 // parallel (parallel_for below) run between BLAS calls, never beside them, or call
-// `BlasThreadsScope one(1)` around their BLAS calls (MultiheadAttention's heads).
+// `BlasThreadsScope one(1)` around their BLAS calls (MultiheadAttention's heads, and the large
+// GEMMs that for_gemm_rows in core/gemm.hpp splits by rows over these threads).
 #include <algorithm>
 #include <cstddef>
 #include <exception>
