@@ -62,11 +62,16 @@ TEST_CASE("gemm_split_rows gives gemm's bits at every thread budget and transpos
         Tensor2 c = c0;
         gemm_split_rows(ta, tb, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, 1.0f, c.data(), N);
         CHECK((c == ref));
-        CHECK(num_threads() == budget);  // the one-thread scope inside is undone
+        CHECK(blas_threads() == budget);  // the one-thread scope inside is undone
       }
     }
   }
   set_num_threads(3);
+  {
+    BlasThreadsScope one(1);  // a head loop's or a split's thread: never split again
+    CHECK(gemm_row_parts(M, N, K) == 1);
+  }
+  CHECK(blas_threads() == 3);
   CHECK(gemm_row_parts(M, N, 1) == 1);                     // too small a product to split
   CHECK(gemm_row_parts(kSplitGemmRowBlock, 1 << 20, 64) == 1);  // too few rows for two parts
   set_num_threads(before);

@@ -153,6 +153,21 @@ TEST_CASE("Linear forward_borrowed gives forward's output and gradients without 
   borrowed.backward(dy);
   CHECK(xt::allclose(borrowed.weight.grad, 2.0f * copied.weight.grad, 1e-5, 1e-6));
   CHECK_THROWS_AS(borrowed.forward_borrowed(Tensor3({2, 4, 4})), ShapeError);
+  // A copy never reads the original's borrowed input: after forward_borrowed it has no forward
+  // cached; after a copying forward it has its own copy.
+  borrowed.forward_borrowed(x);
+  Linear copy_of_borrowing = borrowed;
+  CHECK_THROWS_AS(copy_of_borrowing.backward(dy), std::logic_error);
+  Linear assigned = copied;
+  assigned = borrowed;
+  CHECK_THROWS_AS(assigned.backward(dy), std::logic_error);
+  copied.forward(x);
+  Linear copy_of_copying = copied;
+  x.fill(7.0f);
+  copy_of_copying.zero_grad();
+  copied.zero_grad();
+  CHECK((copy_of_copying.backward(dy) == copied.backward(dy)));
+  CHECK((copy_of_copying.weight.grad == copied.weight.grad));
 }
 
 TEST_CASE("Linear backward adds into the parameter gradients", "[nn][linear]") {

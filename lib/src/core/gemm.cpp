@@ -31,7 +31,7 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
 
 std::size_t gemm_row_parts(std::size_t M, std::size_t N, std::size_t K) {
   const auto budget = static_cast<std::size_t>(std::max(1, num_threads()));
-  if (budget <= 1) return 1;
+  if (budget <= 1 || blas_threads() <= 1) return 1;  // no nested split inside a one-thread scope
   if (static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < kSplitGemmMacs) return 1;
   return std::max<std::size_t>(1, std::min(budget, M / kSplitGemmRowBlock));  // <= row blocks
 }

@@ -25,6 +25,8 @@ void set_num_threads(int n) {
 
 int num_threads() { return g_threads > 0 ? g_threads : openblas_get_num_threads(); }
 
+int blas_threads() { return openblas_get_num_threads(); }
+
 int hardware_threads() {
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);
@@ -41,7 +43,7 @@ std::size_t parallel_threads(std::size_t n, std::size_t grain) {
   return std::max<std::size_t>(1, std::min(budget, by_size));
 }
 
-BlasThreadsScope::BlasThreadsScope(int n) : previous_(num_threads()) { openblas_set_num_threads(n); }
+BlasThreadsScope::BlasThreadsScope(int n) : previous_(blas_threads()) { openblas_set_num_threads(n); }
 BlasThreadsScope::~BlasThreadsScope() { openblas_set_num_threads(previous_); }
 
 }  // namespace seqlab

@@ -131,7 +131,8 @@ std::size_t causal_limit(std::size_t i, std::size_t Tk, std::size_t q_off, std::
 /// OpenBLAS is set to one thread for the duration (BlasThreadsScope) and every thread runs its
 /// heads' GEMMs single-threaded, so the two kinds of threads never oversubscribe the cores and no
 /// GEMM of a head waits on another thread. worker < threads indexes per-thread scratch.
-/// `threads` is head_threads(n_heads), computed before the scope (inside it OpenBLAS reports 1).
+/// `threads` is head_threads(n_heads), computed before the scope. Inside it OpenBLAS is at one
+/// thread, so a Linear or gemm_split_rows called there would not split again (gemm_row_parts).
 template <class Body>
 void for_head_ranges(std::size_t n_heads, std::size_t threads, Body body) {
   if (threads <= 1 || n_heads <= 1) {

@@ -22,6 +22,23 @@ Linear::Linear(std::size_t in_features, std::size_t out_features, Rng& rng, bool
   if (has_bias_) rng.fill_uniform(bias.value, -bound, bound);
 }
 
+Linear::Linear(const Linear& other)
+    : Module(other),
+      weight(other.weight),
+      bias(other.bias),
+      in_(other.in_),
+      out_(other.out_),
+      has_bias_(other.has_bias_),
+      x_(other.x_),
+      borrowed_(nullptr),
+      rows_(other.rows_),
+      cached_(other.cached_ && other.borrowed_ == nullptr) {}
+
+Linear& Linear::operator=(const Linear& other) {
+  if (this != &other) *this = Linear(other);  // the copy constructor's rule, then a move
+  return *this;
+}
+
 void Linear::collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) {
   out.push_back({prefix + weight.name, &weight});
   if (has_bias_) out.push_back({prefix + bias.name, &bias});

@@ -4,9 +4,10 @@
 // "row_kernels.hpp" by linear.cpp, attention.cpp, feed_forward.cpp, norm.cpp and
 // transformer_layer.cpp.
 //
-// Plain copies and bias-row fills stay on one thread: they are memory-bound, and a second thread
-// for them competes with OpenBLAS's idle worker, which spins after every multi-threaded GEMM
-// (experiments/bench/README.md, the rerun after this change).
+// Plain copies stay on one thread: they are memory-bound, and when this was measured a second
+// thread for them competed with OpenBLAS's idle worker, which spins after every multi-threaded
+// GEMM (experiments/bench/README.md). Bias-row fills run inside the row ranges of for_gemm_rows
+// (core/gemm.hpp), on the thread that then computes those rows.
 //
 // Results do not depend on the thread budget: element-wise kernels write each element once, and
 // add_column_sums sums fixed blocks of kSumBlockRows rows into double partials that are added in
@@ -46,10 +47,11 @@ inline void fill_rows(float* dst, std::size_t n, const float* row, std::size_t w
   for (std::size_t r = 0; r < n; ++r) std::memcpy(dst + r * w, row, w * sizeof(float));
 }
 
-/// Lanes of the double row reductions below: kReduceLanes independent partial sums (one per
-/// j mod kReduceLanes), added in lane order at the end. A fixed order, so a row gives the same bits
-/// wherever it is computed; the independent partials let the compiler vectorize the loop, which
-/// one serial double sum does not allow.
+/// Lanes of the double row reductions below: kReduceLanes independent partial sums over the first
+/// n − n mod kReduceLanes terms (lane l takes the terms j ≡ l mod kReduceLanes), added in lane
+/// order, then the n mod kReduceLanes tail terms one by one. A fixed order, so a row gives the same
+/// bits wherever it is computed; the independent partials let the compiler vectorize the loop,
+/// which one serial double sum does not allow.
 constexpr std::size_t kReduceLanes = 8;
 
 /// Σ_{j<n} f(j) in double over kReduceLanes partial sums (f returns double).

@@ -19,7 +19,8 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
 
 /// Parts into which for_gemm_rows splits the rows of a GEMM [M, K] x [K, N]: seqlab's thread
 /// budget (num_threads(), core/threads.hpp) when the product has at least kSplitGemmMacs
-/// multiply-adds, at most one part per kSplitGemmRowBlock rows (at least 1).
+/// multiply-adds, at most one part per kSplitGemmRowBlock rows; 1 when OpenBLAS is at one thread
+/// (inside a BlasThreadsScope(1): a head loop's or another split's thread, so splits never nest).
 std::size_t gemm_row_parts(std::size_t M, std::size_t N, std::size_t K);
 inline constexpr double kSplitGemmMacs = 16.0 * 1024 * 1024;  // ~0.3 ms at 100 GFLOP/s
 /// Row granularity of the split: a multiple of the row tile of OpenBLAS's SGEMM kernels (12 rows
@@ -31,13 +32,14 @@ inline constexpr std::size_t kSplitGemmRowBlock = 48;
 /// contiguous ranges, each on its own thread (parallel_ranges) with OpenBLAS at one thread
 /// (BlasThreadsScope): every core runs one single-threaded GEMM, and OpenBLAS's own worker threads
 /// are not woken (after a multi-threaded call they spin in sched_yield and take cycles from
-/// seqlab's threads). With one part, a plain call body(0, M) with OpenBLAS at the budget. body
+/// seqlab's threads). With one part, a plain call body(0, M), OpenBLAS's thread count unchanged. body
 /// computes rows [r0, r1) of C (and may do row-wise work around it, e.g. fill bias rows first).
 /// Range boundaries fall on multiples of kSplitGemmRowBlock rows, so every row keeps its place in
 /// OpenBLAS's row tiles and the split gives the same bits as the whole product (a boundary inside
 /// a tile moves its rows into a tail tile, whose kernel rounds differently: measured, and checked
-/// in tests/unit/test_core.cpp).
-/// Measured: experiments/bench/README.md.
+/// in tests/unit/test_core.cpp on the machine that runs them; another OpenBLAS kernel whose row
+/// tile does not divide 48 would round the rows at a boundary differently). Measured:
+/// experiments/bench/README.md.
 template <class Body>
 void for_gemm_rows(std::size_t M, std::size_t N, std::size_t K, Body&& body) {
   const std::size_t parts = gemm_row_parts(M, N, K);

@@ -19,12 +19,16 @@ namespace seqlab {
 void set_num_threads(int n);
 /// The current budget: what set_num_threads last set, else OpenBLAS's own default.
 int num_threads();
+/// OpenBLAS's thread count now (openblas_get_num_threads()): the budget, or 1 inside a
+/// BlasThreadsScope(1).
+int blas_threads();
 /// Number of cores the OS reports (std::thread::hardware_concurrency, at least 1).
 int hardware_threads();
 /// OpenBLAS's build description (openblas_get_config()), for meta.json.
 std::string blas_config();
 
-/// Sets OpenBLAS to `n` threads for the lifetime of the object, then restores the budget.
+/// Sets OpenBLAS to `n` threads for the lifetime of the object, then restores OpenBLAS's previous
+/// count (blas_threads() at construction).
 class BlasThreadsScope {
  public:
   explicit BlasThreadsScope(int n);
@@ -69,7 +73,12 @@ void parallel_ranges(std::size_t n, std::size_t p, Body&& body) {
   };
   std::vector<std::thread> pool;
   pool.reserve(p - 1);
-  for (std::size_t w = 1; w < p; ++w) pool.emplace_back(range, w);
+  try {
+    for (std::size_t w = 1; w < p; ++w) pool.emplace_back(range, w);
+  } catch (...) {  // a thread could not start: join those that did before rethrowing
+    for (std::thread& t : pool) t.join();
+    throw;
+  }
   range(0);
   for (std::thread& t : pool) t.join();
   for (const std::exception_ptr& e : errors)

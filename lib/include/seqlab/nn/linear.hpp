@@ -37,8 +37,16 @@ class Linear : public Module {
   /// As forward(x) [B, T, in] -> [B, T, out], without the copy of x: the layer keeps a pointer to
   /// x's data for backward, so x must stay alive and unchanged until backward has run. For callers
   /// that own x (FeedForward's activation, MultiheadAttention's concatenated heads); saves a pass
-  /// over x (a copy of the layer made before backward reads the same x). Throws as forward.
+  /// over x. A copy of the layer made after forward_borrowed has no forward cached (its backward
+  /// throws std::logic_error until it runs forward itself): it must not read the original's
+  /// input. Throws as forward.
   Tensor3 forward_borrowed(const Tensor3& x);
+
+  /// Copies parameters and the copied input cache; see forward_borrowed for a borrowed input.
+  Linear(const Linear& other);
+  Linear& operator=(const Linear& other);
+  Linear(Linear&&) = default;
+  Linear& operator=(Linear&&) = default;
 
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
 
