@@ -258,14 +258,10 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
   xq_.resize({Nq, D});
   detail::copy_floats(query.data(), Nq * D, xq_.data());
   if (self) {
-    // proj[N, R] = X W_inᵀ + b_in: q | k | v (shared_qk: qk | v) in one GEMM.
-    // Rows split over the thread budget (for_gemm_rows), each range filling its bias rows first.
+    // proj[N, R] = X W_inᵀ + b_in: q | k | v (shared_qk: qk | v) in one GEMM (rows split over
+    // the thread budget, row_kernels.hpp affine_rows).
     proj_q_.resize({Nq, R});
-    for_gemm_rows(Nq, R, D, [&](std::size_t r0, std::size_t r1) {
-      if (has_bias_) detail::fill_rows(proj_q_.data() + r0 * R, r1 - r0, bias, R);
-      gemm(false, true, r1 - r0, R, D, 1.0f, xq_.data() + r0 * D, D, W, D, has_bias_ ? 1.0f : 0.0f,
-           proj_q_.data() + r0 * R, R);
-    });
+    detail::affine_rows(xq_.data(), Nq, D, W, has_bias_ ? bias : nullptr, R, proj_q_.data());
   } else {
     // q = X_q W_Qᵀ + b_Q; [k | v] = X_kv [W_K; W_V]ᵀ + [b_K; b_V] (rows r0.. of the packed weight:
     // D for q|k|v, 0 for shared qk|v).
@@ -274,14 +270,9 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
     detail::copy_floats(key_value->data(), Nk * D, xkv_.data());
     proj_q_.resize({Nq, D});
     proj_kv_.resize({Nk, 2 * D});
-    if (has_bias_) {
-      detail::fill_rows(proj_q_.data(), Nq, bias, D);
-      detail::fill_rows(proj_kv_.data(), Nk, bias + r0, 2 * D);
-    }
-    const float beta = has_bias_ ? 1.0f : 0.0f;
-    gemm_split_rows(false, true, Nq, D, D, 1.0f, xq_.data(), D, W, D, beta, proj_q_.data(), D);
-    gemm_split_rows(false, true, Nk, 2 * D, D, 1.0f, xkv_.data(), D, W + r0 * D, D, beta, proj_kv_.data(),
-                    2 * D);
+    detail::affine_rows(xq_.data(), Nq, D, W, has_bias_ ? bias : nullptr, D, proj_q_.data());
+    detail::affine_rows(xkv_.data(), Nk, D, W + r0 * D, has_bias_ ? bias + r0 : nullptr, 2 * D,
+                        proj_kv_.data());
   }
   if (rope_) {
     // RoFormer eq. 34 on every head: q at q_offset + t, k at k_offset + t, on contiguous

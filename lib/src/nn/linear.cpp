@@ -58,18 +58,9 @@ void Linear::check_parameters() const {
                      shape_string(bias.value.shape()) + ", grad " + shape_string(bias.grad.shape()));
 }
 
-// y[n, out] = x[n, in] · Wᵀ (+ b broadcast over rows), the rows split over the thread budget
-// (for_gemm_rows, core/gemm.hpp), each range filling its bias rows and then accumulating onto them.
+// y[n, out] = x[n, in] · Wᵀ (+ b broadcast over rows), rows split over the thread budget.
 void Linear::forward_rows(const float* x, std::size_t n, float* y) const {
-  for_gemm_rows(n, out_, in_, [&](std::size_t r0, std::size_t r1) {
-    float beta = 0.0f;
-    if (has_bias_) {
-      detail::fill_rows(y + r0 * out_, r1 - r0, bias.value.data(), out_);
-      beta = 1.0f;
-    }
-    gemm(false, true, r1 - r0, out_, in_, 1.0f, x + r0 * in_, in_, weight.value.data(), in_, beta,
-         y + r0 * out_, out_);
-  });
+  detail::affine_rows(x, n, in_, weight.value.data(), has_bias_ ? bias.value.data() : nullptr, out_, y);
 }
 
 // Reverse of forward_rows, with x the cached input.
@@ -105,29 +96,25 @@ Tensor2 Linear::backward(const Tensor2& dy) {
   return dx;
 }
 
-Tensor3 Linear::forward(const Tensor3& x) {
-  check_shape("Linear.forward: x", x, {-1, -1, static_cast<long>(in_)});
-  check_parameters();
-  const std::size_t b = x.shape()[0], t = x.shape()[1], n = b * t;
-  x_.resize({n, in_});
-  detail::copy_floats(x.data(), n * in_, x_.data());
-  borrowed_ = nullptr;
-  rows_ = n;
-  cached_ = true;
-  Tensor3 y({b, t, out_});
-  forward_rows(x_.data(), n, y.data());
-  return y;
-}
+Tensor3 Linear::forward(const Tensor3& x) { return forward3(x, false); }
 
-Tensor3 Linear::forward_borrowed(const Tensor3& x) {
+Tensor3 Linear::forward_borrowed(const Tensor3& x) { return forward3(x, true); }
+
+Tensor3 Linear::forward3(const Tensor3& x, bool borrow) {
   check_shape("Linear.forward: x", x, {-1, -1, static_cast<long>(in_)});
   check_parameters();
   const std::size_t b = x.shape()[0], t = x.shape()[1], n = b * t;
-  borrowed_ = x.data();
+  if (borrow) {
+    borrowed_ = x.data();
+  } else {
+    x_.resize({n, in_});
+    detail::copy_floats(x.data(), n * in_, x_.data());
+    borrowed_ = nullptr;
+  }
   rows_ = n;
   cached_ = true;
   Tensor3 y({b, t, out_});
-  forward_rows(borrowed_, n, y.data());
+  forward_rows(input(), n, y.data());
   return y;
 }
 

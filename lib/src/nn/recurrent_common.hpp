@@ -67,11 +67,6 @@ inline void swap_leading_axes(const float* src, float* dst, std::size_t B, std::
       std::memcpy(dst + (t * B + b) * W, src + (b * T + t) * W, W * sizeof(float));
 }
 
-/// dst[r, :] = row[:] for r < N (dst [N, W]).
-inline void fill_rows(float* dst, std::size_t N, const float* row, std::size_t W) {
-  for (std::size_t r = 0; r < N; ++r) std::memcpy(dst + r * W, row, W * sizeof(float));
-}
-
 /// out[j] = Σ_r src[r, j] over N rows of a [N, W] block (out [W], overwritten; float sums).
 inline void column_sums(const float* src, std::size_t N, std::size_t W, float* out) {
   std::fill(out, out + W, 0.0f);

@@ -1,8 +1,8 @@
 #pragma once
 // Element-wise and row-reduction kernels of the layers, run on the thread budget with
 // parallel_for (core/threads.hpp) between the layers' GEMMs. Internal header, included as
-// "row_kernels.hpp" by linear.cpp, attention.cpp, feed_forward.cpp, norm.cpp and
-// transformer_layer.cpp.
+// "row_kernels.hpp" by linear.cpp, attention.cpp, feed_forward.cpp, norm.cpp, dropout.cpp,
+// recurrent_base.cpp and transformer_layer.cpp.
 //
 // Plain copies stay on one thread: they are memory-bound, and when this was measured a second
 // thread for them competed with OpenBLAS's idle worker, which spins after every multi-threaded
@@ -17,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "seqlab/core/gemm.hpp"
 #include "seqlab/core/threads.hpp"
 
 namespace seqlab::detail {
@@ -45,6 +46,18 @@ inline void add_floats(const float* x, const float* y, std::size_t n, float* out
 /// dst[r, :] = row[0..w) for r < n (dst rows of stride w).
 inline void fill_rows(float* dst, std::size_t n, const float* row, std::size_t w) {
   for (std::size_t r = 0; r < n; ++r) std::memcpy(dst + r * w, row, w * sizeof(float));
+}
+
+/// y[n, out] = x[n, in] · Wᵀ + b (b broadcast over rows; no bias when b is null), W [out, in] with
+/// rows of stride `in`: the affine map of Linear and of MultiheadAttention's in-projection. The
+/// rows are split over the thread budget (for_gemm_rows, core/gemm.hpp); each range fills its bias
+/// rows and then accumulates the product onto them (beta = 1: no zeroing pass).
+inline void affine_rows(const float* x, std::size_t n, std::size_t in, const float* W, const float* b,
+                        std::size_t out, float* y) {
+  for_gemm_rows(n, out, in, [&](std::size_t r0, std::size_t r1) {
+    if (b) fill_rows(y + r0 * out, r1 - r0, b, out);
+    gemm(false, true, r1 - r0, out, in, 1.0f, x + r0 * in, in, W, in, b ? 1.0f : 0.0f, y + r0 * out, out);
+  });
 }
 
 /// Lanes of the double row reductions below: kReduceLanes independent partial sums over the first

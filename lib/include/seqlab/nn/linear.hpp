@@ -60,6 +60,7 @@ class Linear : public Module {
  private:
   void check_parameters() const;
   void forward_rows(const float* x, std::size_t n, float* y) const;    // y[n, out]
+  Tensor3 forward3(const Tensor3& x, bool borrow);  // forward (copy into x_) / forward_borrowed
   void backward_rows(const float* dy, std::size_t n, float* dx);       // dx[n, in]
 
   std::size_t in_, out_;
