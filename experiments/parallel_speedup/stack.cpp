@@ -90,7 +90,7 @@ double activation_bytes(const StackConfig& c, double B, double T) {
     floats = L * (5.0 * B * T * D + static_cast<double>(c.n_heads) * B * T * T);
   } else if (c.is_transformer()) {
     const double F = static_cast<double>(c.d_ff), h = static_cast<double>(c.n_heads);
-    floats = L * (8.0 * B * T * D + 2.0 * B * T * F + B * h * T * T + 2.0 * B * T);
+    floats = L * (8.0 * B * T * D + B * T * F + B * h * T * T + 2.0 * B * T);
   } else if (c.is_recurrent()) {
     const double G = static_cast<double>(c.gates()) * H;
     floats = T * B * D + L * (T + 1.0) * B * H;

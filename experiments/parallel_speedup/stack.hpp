@@ -40,11 +40,12 @@
 //                        x copy, the q|k|v projection [B·T, 3D] whose heads the scores read in
 //                        place, the probabilities [B, h, T, T], the merged context, which
 //                        out_proj reads in place: Linear::forward_borrowed)
-//   Transformer layer    8·B·T·D + 2·B·T·F + B·h·T² + 2·B·T
+//   Transformer layer    8·B·T·D + B·T·F + B·h·T² + 2·B·T
 //                        = MultiheadAttention (5·B·T·D + B·h·T²); two LayerNorms: x̂ and 1/σ
-//                          (2·(B·T·D + B·T)); FeedForward: linear1's input copy, the
-//                          pre-activation a and act(a), which linear2 reads in place
-//                          (B·T·D + 2·B·T·F). Dropout p = 0 keeps no mask.
+//                          (2·(B·T·D + B·T)); FeedForward with relu: linear1's input copy and
+//                          relu(a), made in place in linear1's output, which linear2 reads in
+//                          place (B·T·D + B·T·F; gelu would keep a as well). Dropout p = 0 keeps
+//                          no mask.
 //   recurrent            T·B·D (time-major x) + L·(T+1)·B·H (h_0..h_T of every layer) + per type:
 //                        RNN  G (b_ih + b_hh) + L·B·H (h_n)
 //                        LSTM G + L·((T+1)·B·H + 4·T·B·H + T·B·H) (c_0..c_T, gates, tanh c_t)

@@ -34,11 +34,11 @@ namespace {
 using seqlab::test::require_close;
 
 // Finite-difference check of dL/dx and all four parameters, L = Σ w ⊙ y. For relu, fails if a
-// perturbation flipped the sign of any pre-activation.
+// perturbation flipped the sign of any pre-activation (read as hidden() > 0).
 void gradcheck_ff(FeedForward& ff, Tensor3 x) {
   ff.forward(x);
   std::vector<bool> signs;
-  for (float v : ff.pre_activation()) signs.push_back(v > 0.0f);
+  for (float v : ff.hidden()) signs.push_back(v > 0.0f);
   std::size_t flips = 0;
   const bool relu = ff.activation() == "relu";
   Tensor3 dx = xt::zeros<float>(x.shape());
@@ -46,7 +46,7 @@ void gradcheck_ff(FeedForward& ff, Tensor3 x) {
     std::vector<float> y = flat(ff.forward(x));
     if (relu) {
       std::size_t i = 0;
-      for (float v : ff.pre_activation()) flips += (v > 0.0f) != signs[i++];
+      for (float v : ff.hidden()) flips += (v > 0.0f) != signs[i++];
     }
     return y;
   };

@@ -48,25 +48,29 @@ void FeedForward::collect_parameters(const std::string& prefix, std::vector<Name
 Tensor3 FeedForward::forward(const Tensor3& x) {
   check_shape("FeedForward.forward: x", x, {-1, -1, static_cast<long>(d_model_)});
   a_ = linear1.forward(x);                                // a = linear1(x)
-  // h = act(a), into a buffer kept between calls (no [B, T, F] temporary per call).
-  h_.resize(a_.shape());
-  const float* pa = a_.data();
-  float* ph = h_.data();
+  // h = act(a): relu in place in a_ (its backward needs only h > 0); gelu into h_, a buffer kept
+  // between calls (its backward needs a).
+  float* pa = a_.data();
   const std::size_t n = a_.size();
-  parallel_for(n, detail::kElementGrain, [&](std::size_t i0, std::size_t i1, std::size_t) {
-    if (gelu_) {
+  if (gelu_) {
+    h_.resize(a_.shape());
+    float* ph = h_.data();
+    parallel_for(n, detail::kElementGrain, [&](std::size_t i0, std::size_t i1, std::size_t) {
       for (std::size_t i = i0; i < i1; ++i) ph[i] = detail::gelu1(pa[i]);
-    } else {
-      for (std::size_t i = i0; i < i1; ++i) ph[i] = detail::relu1(pa[i]);
-    }
-  });
+    });
+  } else {
+    parallel_for(n, detail::kElementGrain, [&](std::size_t i0, std::size_t i1, std::size_t) {
+      for (std::size_t i = i0; i < i1; ++i) pa[i] = detail::relu1(pa[i]);
+    });
+  }
   b_ = x.shape()[0];
   t_ = x.shape()[1];
   cached_ = true;
+  Tensor3& h = gelu_ ? h_ : a_;
   // hd = dropout(h); the identity (eval mode or p = 0) is skipped: no copy of h.
   dropout_active_ = dropout.training() && dropout.p() > 0.0f;
-  if (!dropout_active_) return linear2.forward_borrowed(h_);  // y = linear2(h); h_ is kept
-  return linear2.forward(dropout.forward(h_));            // y = linear2(hd)
+  if (!dropout_active_) return linear2.forward_borrowed(h);  // y = linear2(h); h is kept
+  return linear2.forward(dropout.forward(h));             // y = linear2(hd)
 }
 
 Tensor3 FeedForward::backward(const Tensor3& dy) {
@@ -75,18 +79,33 @@ Tensor3 FeedForward::backward(const Tensor3& dy) {
               {static_cast<long>(b_), static_cast<long>(t_), static_cast<long>(d_model_)});
   Tensor3 dh = linear2.backward(dy);                      // y = linear2(hd)
   if (dropout_active_) dh = dropout.backward(dh);         // hd = dropout(h)
-  // h = act(a)  ->  da = dh ⊙ act'(a), in place in dh.
-  const float* pa = a_.data();
   float* pd = dh.data();
-  const std::size_t n = a_.size();
-  parallel_for(n, detail::kElementGrain, [&](std::size_t i0, std::size_t i1, std::size_t) {
-    if (gelu_) {
+  const std::size_t n = dh.size();
+  if (gelu_) {  // h = gelu(a)  ->  da = dh ⊙ gelu'(a), in place in dh
+    const float* pa = a_.data();
+    parallel_for(n, detail::kElementGrain, [&](std::size_t i0, std::size_t i1, std::size_t) {
       for (std::size_t i = i0; i < i1; ++i) pd[i] = detail::gelu_grad1(pa[i], pd[i]);
-    } else {
-      for (std::size_t i = i0; i < i1; ++i) pd[i] = detail::relu_grad1(pa[i], pd[i]);
-    }
+    });
+    return linear1.backward(dh);                          // a = linear1(x)
+  }
+  // h = relu(a)  ->  da = dh ⊙ [a > 0] = dh ⊙ [h > 0], in place in dh. With linear1's bias (its
+  // gradient of the right shape), each row's Σ for linear1.bias.grad is taken in the same pass
+  // (add_column_sums_after: the same bits as Linear's own sum over da).
+  const float* ph = a_.data();
+  const std::size_t F = d_ff_, rows = n / F;
+  const auto relu_grad_row = [&](std::size_t r) {
+    float* d = pd + r * F;
+    const float* hr = ph + r * F;
+    for (std::size_t j = 0; j < F; ++j) d[j] = detail::relu_grad1(hr[j], d[j]);
+  };
+  if (linear1.has_bias() && linear1.bias.grad.size() == F) {
+    detail::add_column_sums_after(pd, rows, F, linear1.bias.grad.data(), relu_grad_row);
+    return linear1.backward(dh, /*bias_grad_added=*/true);  // a = linear1(x)
+  }
+  parallel_for(rows, detail::row_grain(F), [&](std::size_t r0, std::size_t r1, std::size_t) {
+    for (std::size_t r = r0; r < r1; ++r) relu_grad_row(r);
   });
-  return linear1.backward(dh);                            // a = linear1(x)
+  return linear1.backward(dh);                            // a = linear1(x); throws on a bad bias
 }
 
 void FeedForward::collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) {

@@ -64,13 +64,13 @@ void Linear::forward_rows(const float* x, std::size_t n, float* y) const {
 }
 
 // Reverse of forward_rows, with x the cached input.
-void Linear::backward_rows(const float* dy, std::size_t n, float* dx) {
+void Linear::backward_rows(const float* dy, std::size_t n, float* dx, bool bias_grad_added) {
   // y = x Wᵀ  ->  dx[n, in] = dy[n, out] · W[out, in]
   gemm_split_rows(false, false, n, in_, out_, 1.0f, dy, out_, weight.value.data(), in_, 0.0f, dx, in_);
   // y = x Wᵀ  ->  dW[out, in] += dyᵀ[out, n] · x[n, in]
   gemm_split_rows(true, false, out_, in_, n, 1.0f, dy, out_, input(), in_, 1.0f, weight.grad.data(), in_);
   // y = ... + b  ->  db[out] += Σ_rows dy (double partial sums over fixed row blocks, threaded)
-  if (has_bias_) detail::add_column_sums(dy, n, out_, bias.grad.data());
+  if (has_bias_ && !bias_grad_added) detail::add_column_sums(dy, n, out_, bias.grad.data());
 }
 
 Tensor2 Linear::forward(const Tensor2& x) {
@@ -118,7 +118,9 @@ Tensor3 Linear::forward3(const Tensor3& x, bool borrow) {
   return y;
 }
 
-Tensor3 Linear::backward(const Tensor3& dy) {
+Tensor3 Linear::backward(const Tensor3& dy) { return backward(dy, false); }
+
+Tensor3 Linear::backward(const Tensor3& dy, bool bias_grad_added) {
   if (!cached_) throw std::logic_error("Linear.backward: called before forward");
   check_shape("Linear.backward: dy", dy, {-1, -1, static_cast<long>(out_)});
   const std::size_t b = dy.shape()[0], t = dy.shape()[1], n = rows_;
@@ -127,7 +129,7 @@ Tensor3 Linear::backward(const Tensor3& dy) {
                      std::to_string(b * t) + " rows; the last forward had " + std::to_string(n));
   check_parameters();
   Tensor3 dx({b, t, in_});
-  backward_rows(dy.data(), n, dx.data());
+  backward_rows(dy.data(), n, dx.data(), bias_grad_added);
   return dx;
 }
 

@@ -80,10 +80,14 @@ inline double lane_sum(std::size_t n, F&& f) {
   return s;
 }
 
-/// out[j] += Σ_{r<n} src[r·w + j] for j < w: each block of kSumBlockRows rows is summed row by row
-/// into a double partial, the partials are added in block order, and the total is added to out
-/// as float once (the same result for every thread budget).
-inline void add_column_sums(const float* src, std::size_t n, std::size_t w, float* out) {
+/// out[j] += Σ_{r<n} src[r·w + j] for j < w, after row_op(r) has run on each row r < n: row_op may
+/// rewrite row r of src in place first (FeedForward's activation gradient, whose rows are then
+/// summed while still in cache: one pass instead of two). Each block of kSumBlockRows rows is
+/// summed row by row into a double partial, the partials are added in block order, and the total
+/// is added to out as float once (the same result for every thread budget, and the same bits as
+/// row_op over all rows followed by add_column_sums).
+template <class RowOp>
+inline void add_column_sums_after(const float* src, std::size_t n, std::size_t w, float* out, RowOp&& row_op) {
   const std::size_t blocks = (n + kSumBlockRows - 1) / kSumBlockRows;
   std::vector<double> partial(blocks * w, 0.0);
   parallel_for(blocks, std::max<std::size_t>(1, row_grain(w) / kSumBlockRows),
@@ -92,6 +96,7 @@ inline void add_column_sums(const float* src, std::size_t n, std::size_t w, floa
                    double* acc = partial.data() + blk * w;
                    const std::size_t r1 = std::min(n, (blk + 1) * kSumBlockRows);
                    for (std::size_t r = blk * kSumBlockRows; r < r1; ++r) {
+                     row_op(r);
                      const float* row = src + r * w;
                      for (std::size_t j = 0; j < w; ++j) acc[j] += row[j];
                    }
@@ -102,6 +107,11 @@ inline void add_column_sums(const float* src, std::size_t n, std::size_t w, floa
     for (std::size_t blk = 0; blk < blocks; ++blk) s += partial[blk * w + j];
     out[j] += static_cast<float>(s);
   }
+}
+
+/// out[j] += Σ_{r<n} src[r·w + j] for j < w (add_column_sums_after with no row_op).
+inline void add_column_sums(const float* src, std::size_t n, std::size_t w, float* out) {
+  add_column_sums_after(src, n, w, out, [](std::size_t) {});
 }
 
 }  // namespace seqlab::detail

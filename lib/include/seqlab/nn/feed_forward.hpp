@@ -52,8 +52,9 @@ class FeedForward : public Module {
   std::size_t d_model() const { return d_model_; }
   std::size_t d_ff() const { return d_ff_; }
   const std::string& activation() const { return activation_; }
-  /// linear1's output a = x W1ᵀ + b1 [B, T, F] of the last forward (empty before one).
-  const Tensor3& pre_activation() const { return a_; }
+  /// The hidden activation h = act(x W1ᵀ + b1) [B, T, F] of the last forward (empty before one).
+  /// For relu, h > 0 exactly where the pre-activation is > 0.
+  const Tensor3& hidden() const { return gelu_ ? h_ : a_; }
 
   Linear linear1;   // "linear1.*" D -> F
   Linear linear2;   // "linear2.*" F -> D
@@ -63,8 +64,8 @@ class FeedForward : public Module {
   std::size_t d_model_, d_ff_;
   std::string activation_;
   bool gelu_;
-  Tensor3 a_;  // [B, T, F] linear1 output
-  Tensor3 h_;  // [B, T, F] act(a_), linear2's input when the dropout is the identity
+  Tensor3 a_;  // [B, T, F] linear1 output a; relu: h = relu(a), in place (relu' = [h > 0])
+  Tensor3 h_;  // [B, T, F] gelu only: h = gelu(a) (gelu' needs a)
   bool dropout_active_ = false;  // the last forward applied the inner dropout (training, p > 0)
   std::size_t b_ = 0, t_ = 0;
   bool cached_ = false;

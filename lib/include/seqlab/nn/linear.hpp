@@ -33,6 +33,10 @@ class Linear : public Module {
   Tensor3 forward(const Tensor3& x);
   /// dy [B, T, out] -> dx [B, T, in]; B*T must equal the rows of the last forward.
   Tensor3 backward(const Tensor3& dy);
+  /// As backward(dy), but with bias_grad_added = true it leaves bias.grad alone: the caller has
+  /// already added Σ_rows dy to it in a pass of its own over dy (FeedForward fuses it into the
+  /// activation gradient). With bias_grad_added = false it is backward(dy). Throws as backward.
+  Tensor3 backward(const Tensor3& dy, bool bias_grad_added);
 
   /// As forward(x) [B, T, in] -> [B, T, out], without the copy of x: the layer keeps a pointer to
   /// x's data for backward, so x must stay alive and unchanged until backward has run. For callers
@@ -61,7 +65,7 @@ class Linear : public Module {
   void check_parameters() const;
   void forward_rows(const float* x, std::size_t n, float* y) const;    // y[n, out]
   Tensor3 forward3(const Tensor3& x, bool borrow);  // forward (copy into x_) / forward_borrowed
-  void backward_rows(const float* dy, std::size_t n, float* dx);       // dx[n, in]
+  void backward_rows(const float* dy, std::size_t n, float* dx, bool bias_grad_added = false);  // dx[n, in]
 
   std::size_t in_, out_;
   bool has_bias_;
