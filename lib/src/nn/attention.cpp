@@ -9,6 +9,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "head_gemm.hpp"
 #include "seqlab/core/gemm.hpp"
 #include "seqlab/core/threads.hpp"
 #include "seqlab/nn/positional.hpp"
@@ -324,6 +325,7 @@ void MultiheadAttention::attend_heads(const PaddingMask* key_padding) {
   // probability block and its own columns of ctx_merged_.
   for_head_ranges(B * h, head_threads(B * h), [&](std::size_t g0, std::size_t g1, std::size_t) {
     std::vector<float> pad_bias(Tk, 0.0f);  // 0 for a visible key, −∞ for a padded one
+    std::vector<float> panel;                // head_gemm's packed operand (head_gemm.hpp)
     bool any_pad = false;
     for (std::size_t g = g0; g < g1; ++g) {
       const std::size_t b = g / h, i = g % h;
@@ -336,7 +338,7 @@ void MultiheadAttention::attend_heads(const PaddingMask* key_padding) {
         }
       }
       float* P = probs_.data() + g * Tq * Tk;
-      gemm(false, true, Tq, Tk, dk, scale, Q.at(b, i), Q.ld, K.at(b, i), K.ld, 0.0f, P, Tk);
+      detail::head_gemm(false, true, Tq, Tk, dk, scale, Q.at(b, i), Q.ld, K.at(b, i), K.ld, 0.0f, P, Tk, panel);
       const float slope = alibi_fwd_ ? slopes_(i) : 0.0f;
       for (std::size_t r = 0; r < Tq; ++r) {
         float* row = P + r * Tk;
@@ -352,8 +354,8 @@ void MultiheadAttention::attend_heads(const PaddingMask* key_padding) {
         softmax_inplace(row, n);
         std::fill(row + n, row + Tk, 0.0f);  // causally masked keys
       }
-      gemm(false, false, Tq, dk, Tk, 1.0f, P, Tk, V.at(b, i), V.ld, 0.0f, ctx_merged_.data() + b * Tq * D + i * dk,
-           D);
+      detail::head_gemm(false, false, Tq, dk, Tk, 1.0f, P, Tk, V.at(b, i), V.ld, 0.0f,
+                        ctx_merged_.data() + b * Tq * D + i * dk, D, panel);
     }
   });
 }
@@ -419,20 +421,22 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
   dprobs_.resize({threads * Tq, Tk});
   for_head_ranges(Bh, threads, [&](std::size_t g0, std::size_t g1, std::size_t w) {
     float* G = dprobs_.data() + w * Tq * Tk;
+    std::vector<float> panel;  // head_gemm's packed operand (head_gemm.hpp)
     for (std::size_t g = g0; g < g1; ++g) {
       const std::size_t b = g / h, i = g % h;
       const float* P = probs_.data() + g * Tq * Tk;
       const float* dhead = dctx_merged.data() + b * Tq * D + i * dk;
-      gemm(false, true, Tq, Tk, dk, 1.0f, dhead, D, V.at(b, i), V.ld, 0.0f, G, Tk);
-      gemm(true, false, Tk, dk, Tq, 1.0f, P, Tk, dhead, D, 0.0f, dV.at(b, i), dV.ld);
+      detail::head_gemm(false, true, Tq, Tk, dk, 1.0f, dhead, D, V.at(b, i), V.ld, 0.0f, G, Tk, panel);
+      detail::head_gemm(true, false, Tk, dk, Tq, 1.0f, P, Tk, dhead, D, 0.0f, dV.at(b, i), dV.ld, panel);
       for (std::size_t r = 0; r < Tq; ++r) {
         const float* p = P + r * Tk;
         float* gr = G + r * Tk;
         const float s = dot(p, gr, Tk);
         for (std::size_t j = 0; j < Tk; ++j) gr[j] = p[j] * (gr[j] - s);
       }
-      gemm(false, false, Tq, dk, Tk, scale, G, Tk, K.at(b, i), K.ld, 0.0f, dQ.at(b, i), dQ.ld);
-      gemm(true, false, Tk, dk, Tq, scale, G, Tk, Q.at(b, i), Q.ld, beta_k, dK.at(b, i), dK.ld);
+      detail::head_gemm(false, false, Tq, dk, Tk, scale, G, Tk, K.at(b, i), K.ld, 0.0f, dQ.at(b, i), dQ.ld, panel);
+      detail::head_gemm(true, false, Tk, dk, Tq, scale, G, Tk, Q.at(b, i), Q.ld, beta_k, dK.at(b, i), dK.ld,
+                        panel);
     }
   });
   if (rope_fwd_) {  // q̃ = R q  ->  dq = Rᵀ dq̃ (same for k); then into dproj's columns

@@ -1,0 +1,164 @@
+#pragma once
+// The per-head matrix products of MultiheadAttention (S = Q Kᵀ, P V and the four products of their
+// backward), a register-blocked kernel for the small shapes attention has: one side is d_k
+// (32 in the benchmarks), the others the sequence lengths. Internal header of attention.cpp.
+//
+// Why not OpenBLAS here: for a [128, 32] x [32, 128] product each cblas_sgemm call zeroes C when
+// beta = 0 (a separate pass), packs both operands and has its per-call set-up, and these cost
+// about as much as the multiply-adds themselves. The per-head products ran at about 40 GFLOP/s
+// on one core of the benchmark machine against 65-70 for the layer's large GEMMs
+// (experiments/bench/README.md). Here B is copied once into a contiguous panel [K, N rounded up
+// to kHeadNR] (a few KiB: the heads' rows have the stride of the projection, 3·d_model floats,
+// which maps a head's rows onto a handful of L1 sets), A is read in place, and C is written
+// once, with alpha applied at the store and beta = 0 never reading C.
+//
+// The tile is the 6 x 16 of BLIS's and OpenBLAS's Haswell SGEMM kernels: 12 accumulators of 8
+// floats, per k two panel loads, six broadcasts of A and twelve FMAs. The sum over k runs in
+// order, one FMA per term, for every element; results differ from OpenBLAS's in the last bits
+// only where its kernel orders the k terms differently.
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include <xsimd/xsimd.hpp>
+
+#include "seqlab/core/gemm.hpp"
+
+namespace seqlab::detail {
+
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+using HeadBatch = xsimd::batch<float>;
+/// Columns of a tile: two SIMD registers (16 floats with AVX2).
+constexpr std::size_t kHeadNR = 2 * HeadBatch::size;
+#else
+constexpr std::size_t kHeadNR = 16;
+#endif
+/// Rows of a tile.
+constexpr std::size_t kHeadMR = 6;
+
+/// Width of the panel of an N-column operand: N rounded up to a multiple of kHeadNR.
+inline std::size_t head_panel_width(std::size_t n) { return (n + kHeadNR - 1) / kHeadNR * kHeadNR; }
+
+/// panel[k·w + j] = op(B)[k, j] for k < K, j < N and 0 for N <= j < w = head_panel_width(N);
+/// op(B) = B (stored [K, N], rows of stride ldb) or Bᵀ (B stored [N, K]). panel is resized.
+inline void pack_head_panel(bool trans_b, std::size_t K, std::size_t N, const float* B, std::size_t ldb,
+                            std::vector<float>& panel) {
+  const std::size_t w = head_panel_width(N);
+  panel.resize(K * w);
+  float* p = panel.data();
+  if (!trans_b) {
+    for (std::size_t k = 0; k < K; ++k) {
+      std::copy(B + k * ldb, B + k * ldb + N, p + k * w);
+      std::fill(p + k * w + N, p + (k + 1) * w, 0.0f);
+    }
+  } else {
+    // Blocks of 8 rows of B, read along k together: each k writes 8 consecutive panel floats.
+    std::size_t j = 0;
+    for (; j + 8 <= N; j += 8) {
+      const float* r0 = B + j * ldb;
+      for (std::size_t k = 0; k < K; ++k) {
+        float* d = p + k * w + j;
+        for (std::size_t q = 0; q < 8; ++q) d[q] = r0[q * ldb + k];
+      }
+    }
+    for (; j < N; ++j)
+      for (std::size_t k = 0; k < K; ++k) p[k * w + j] = B[j * ldb + k];
+    for (std::size_t k = 0; k < K; ++k) std::fill(p + k * w + N, p + (k + 1) * w, 0.0f);
+  }
+}
+
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+/// One tile: C[r, j] = alpha · Σ_k op(A)[r, k] · panel[k, j] (+ beta · C[r, j]) for r < MR,
+/// j < ncols <= kHeadNR. op(A)[r, k] = A[r·lda + k], or A[k·lda + r] when TA.
+template <std::size_t MR, bool TA>
+inline void head_tile(std::size_t K, const float* A, std::size_t lda, const float* panel, std::size_t w,
+                      float alpha, float beta, float* C, std::size_t ldc, std::size_t ncols) {
+  constexpr std::size_t L = HeadBatch::size;
+  HeadBatch acc0[MR], acc1[MR];
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < MR; ++r) {
+    acc0[r] = HeadBatch(0.0f);
+    acc1[r] = HeadBatch(0.0f);
+  }
+  for (std::size_t k = 0; k < K; ++k) {
+    const float* pk = panel + k * w;
+    const HeadBatch b0 = HeadBatch::load_unaligned(pk);
+    const HeadBatch b1 = HeadBatch::load_unaligned(pk + L);
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < MR; ++r) {
+      const HeadBatch a(TA ? A[k * lda + r] : A[r * lda + k]);
+      acc0[r] = xsimd::fma(a, b0, acc0[r]);
+      acc1[r] = xsimd::fma(a, b1, acc1[r]);
+    }
+  }
+  const HeadBatch va(alpha);
+  if (ncols == kHeadNR && beta == 0.0f) {  // the common case: a whole tile, C not read
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < MR; ++r) {
+      (va * acc0[r]).store_unaligned(C + r * ldc);
+      (va * acc1[r]).store_unaligned(C + r * ldc + L);
+    }
+    return;
+  }
+  const HeadBatch vb(beta);
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < MR; ++r) {
+    float* c = C + r * ldc;
+    const HeadBatch v0 = va * acc0[r], v1 = va * acc1[r];
+    if (ncols == kHeadNR) {
+      xsimd::fma(vb, HeadBatch::load_unaligned(c), v0).store_unaligned(c);
+      xsimd::fma(vb, HeadBatch::load_unaligned(c + L), v1).store_unaligned(c + L);
+    } else {
+      alignas(64) float t[kHeadNR];
+      v0.store_aligned(t);
+      v1.store_aligned(t + L);
+      for (std::size_t j = 0; j < ncols; ++j) c[j] = beta == 0.0f ? t[j] : std::fma(beta, c[j], t[j]);
+    }
+  }
+}
+
+template <bool TA>
+inline void head_gemm_rows(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
+                           std::size_t lda, const float* panel, float beta, float* C, std::size_t ldc) {
+  const std::size_t w = head_panel_width(N);
+  for (std::size_t i = 0; i < M; i += kHeadMR) {  // rows outer: a block's rows of A stay in L1
+    const float* Ai = TA ? A + i : A + i * lda;
+    float* Ci = C + i * ldc;
+    const std::size_t mr = std::min(kHeadMR, M - i);
+    for (std::size_t j = 0; j < N; j += kHeadNR) {
+      const std::size_t nc = std::min(kHeadNR, N - j);
+      switch (mr) {
+        case 6: head_tile<6, TA>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
+        case 5: head_tile<5, TA>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
+        case 4: head_tile<4, TA>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
+        case 3: head_tile<3, TA>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
+        case 2: head_tile<2, TA>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
+        default: head_tile<1, TA>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
+      }
+    }
+  }
+}
+#endif
+
+/// Row-major C[M, N] = alpha · op(A)[M, K] · op(B)[K, N] + beta · C, the arguments of gemm
+/// (core/gemm.hpp), for one attention head: op(B) is packed into `panel` (the caller's scratch,
+/// resized) and the tiles above compute C; beta = 0 does not read C. Pointers must not alias C.
+/// Without a SIMD architecture in xsimd it calls gemm. Throws nothing but std::bad_alloc.
+inline void head_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
+                      const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
+                      std::size_t ldc, std::vector<float>& panel) {
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+  if (M == 0 || N == 0) return;
+  pack_head_panel(trans_b, K, N, B, ldb, panel);
+  if (trans_a) {
+    head_gemm_rows<true>(M, N, K, alpha, A, lda, panel.data(), beta, C, ldc);
+  } else {
+    head_gemm_rows<false>(M, N, K, alpha, A, lda, panel.data(), beta, C, ldc);
+  }
+#else
+  (void)panel;
+  gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#endif
+}
+
+}  // namespace seqlab::detail
