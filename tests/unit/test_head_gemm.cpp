@@ -1,7 +1,8 @@
 // MultiheadAttention's per-head kernel (lib/src/nn/head_gemm.hpp, an internal header) against a
 // double-precision reference: every transpose pair, shapes whose rows and columns leave partial
 // tiles (M mod 6, N mod 16), strided operands and outputs (the heads' layout in the projection),
-// alpha, beta = 0 (C not read: NaN there stays out) and beta = 1 (accumulate), and K = 0.
+// alpha, beta = 0 (C not read: NaN there stays out) and beta = 1 (accumulate), K = 0, empty
+// products, and the blocking over K and N of long sequences.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -29,8 +30,13 @@ float at(const std::vector<float>& A, bool trans, std::size_t ld, std::size_t i,
 TEST_CASE("head_gemm matches a double reference for every transpose, tile remainder and beta", "[nn][attention][gemm]") {
   Rng rng(11);
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (const Case c : {Case{128, 128, 32}, Case{128, 32, 128}, Case{7, 5, 3}, Case{13, 37, 19}, Case{6, 16, 1},
-                       Case{1, 1, 1}, Case{25, 17, 0}, Case{64, 48, 24}}) {
+  // One panel for all cases, as each head thread reuses its own: a smaller product after a larger
+  // one must not read the larger one's leftovers. {13, 300, 520} blocks over K and N
+  // (kHeadKC = 256, kHeadNC = 128) with partial blocks of both.
+  std::vector<float> panel;
+  for (const Case c : {Case{25, 17, 0}, Case{128, 128, 32}, Case{13, 300, 520}, Case{128, 32, 128}, Case{7, 5, 3},
+                       Case{13, 37, 19}, Case{6, 16, 1}, Case{1, 1, 1}, Case{64, 48, 24}, Case{0, 5, 3},
+                       Case{4, 0, 3}}) {
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
         for (float beta : {0.0f, 1.0f}) {
@@ -44,7 +50,6 @@ TEST_CASE("head_gemm matches a double reference for every transpose, tile remain
           for (std::size_t i = 0; i < c.M; ++i)
             for (std::size_t j = 0; j < c.N; ++j) C[i * ldc + j] = beta == 0.0f ? nan : rng.uniform();
           const std::vector<float> C0 = C;
-          std::vector<float> panel;
           const float alpha = 0.75f;
           detail::head_gemm(ta, tb, c.M, c.N, c.K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc, panel);
           std::size_t bad = 0;

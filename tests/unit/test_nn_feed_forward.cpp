@@ -142,6 +142,22 @@ TEST_CASE("FeedForward gradients match finite differences with dropout and a fro
   CHECK(std::count(m.begin(), m.end(), 0.0f) < static_cast<long>(m.size()));
 }
 
+TEST_CASE("FeedForward with relu matches finite differences with dropout and a frozen mask", "[nn][feed_forward][gradcheck]") {
+  // relu keeps relu(a) in place of a; the dropout's copy must leave it intact for backward.
+  Rng rng(45);
+  FeedForward ff(4, 8, rng, "relu", 0.4f, 99);
+  ff.freeze_dropout_mask(true);
+  Tensor3 x = xt::zeros<float>({2, 3, 4});
+  rng.fill_uniform(x, -1.5f, 1.5f);
+  gradcheck_ff(ff, x);
+  const auto& m = ff.dropout.mask();
+  CHECK(std::count(m.begin(), m.end(), 0.0f) > 0);
+  CHECK(std::count(m.begin(), m.end(), 0.0f) < static_cast<long>(m.size()));
+  // Some hidden units are active and some are not, so both branches of relu' are checked.
+  CHECK(std::count_if(ff.hidden().begin(), ff.hidden().end(), [](float v) { return v > 0.0f; }) > 0);
+  CHECK(std::count(ff.hidden().begin(), ff.hidden().end(), 0.0f) > 0);
+}
+
 TEST_CASE("FeedForward train and eval switch its dropout", "[nn][feed_forward]") {
   Rng rng(43), rng_plain(43);
   FeedForward ff(4, 16, rng, "relu", 0.5f, 5);

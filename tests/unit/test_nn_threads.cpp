@@ -9,10 +9,12 @@
 #include <stdexcept>
 #include <vector>
 
+#include "../../lib/src/nn/row_kernels.hpp"
 #include "fixtures.hpp"
 #include "seqlab/core/rng.hpp"
 #include "seqlab/core/threads.hpp"
 #include "seqlab/nn/dropout.hpp"
+#include "seqlab/nn/feed_forward.hpp"
 #include "seqlab/nn/linear.hpp"
 #include "seqlab/nn/norm.hpp"
 
@@ -117,6 +119,58 @@ TEST_CASE("Linear's bias gradient is bit-identical at thread budgets 1, 2, 3", "
   for (std::size_t r = 0; r < kB * kT; ++r)
     for (std::size_t j = 0; j < kD; ++j) want[j] += dy.data()[r * kD + j];
   for (std::size_t j = 0; j < kD; ++j) CHECK(runs[0][j] == Approx(want[j]).epsilon(1e-6));
+}
+
+TEST_CASE("add_column_sums_after gives add_column_sums's bits after its row op, at thread budgets 1, 2, 3", "[nn][threads]") {
+  // FeedForward's relu backward fuses the activation gradient (the row op) with linear1's bias
+  // sums; the result must be what the two passes gave, for every budget. kB·kT rows of kD: several
+  // 64-row blocks on each of up to 3 threads.
+  BudgetGuard guard;
+  const Tensor3 d0 = random3(kB, kT, kD, 9), h = random3(kB, kT, kD, 10);
+  const std::size_t rows = kB * kT;
+  const auto relu_grad = [&](float* d, std::size_t r) {
+    for (std::size_t j = 0; j < kD; ++j) d[r * kD + j] = h.data()[r * kD + j] > 0.0f ? d[r * kD + j] : 0.0f;
+  };
+  set_num_threads(1);
+  Tensor3 two_pass = d0;
+  for (std::size_t r = 0; r < rows; ++r) relu_grad(two_pass.data(), r);
+  std::vector<float> want(kD, 0.5f);
+  detail::add_column_sums(two_pass.data(), rows, kD, want.data());
+  for (int budget : {1, 2, 3}) {
+    set_num_threads(budget);
+    Tensor3 d = d0;
+    std::vector<float> got(kD, 0.5f);
+    detail::add_column_sums_after(d.data(), rows, kD, got.data(), [&](std::size_t r) { relu_grad(d.data(), r); });
+    CHECK(got == want);
+    CHECK(flat(d) == flat(two_pass));
+  }
+}
+
+TEST_CASE("FeedForward's relu backward gives linear1's bias gradient at thread budgets 1 and 3", "[nn][feed_forward][threads]") {
+  // Against a double reference Σ_r [h > 0] · (dy W2)[r, :] (the GEMM's bits may depend on
+  // OpenBLAS's threads, so this compares values, not bits).
+  BudgetGuard guard;
+  const Tensor3 x = random3(kB, kT, 8, 9), dy = random3(kB, kT, 8, 10);
+  for (int budget : {1, 3}) {
+    set_num_threads(budget);
+    Rng rng(11);
+    FeedForward ff(8, kD, rng, "relu");
+    ff.forward(x);
+    ff.backward(dy);
+    const float* hid = ff.hidden().data();
+    const float* W2 = ff.linear2.weight.value.data();  // [8, kD]
+    std::vector<double> want(kD, 0.0);
+    for (std::size_t r = 0; r < kB * kT; ++r)
+      for (std::size_t j = 0; j < kD; ++j) {
+        if (!(hid[r * kD + j] > 0.0f)) continue;
+        double g = 0.0;
+        for (std::size_t o = 0; o < 8; ++o) g += static_cast<double>(dy.data()[r * 8 + o]) * W2[o * kD + j];
+        want[j] += g;
+      }
+    std::size_t bad = 0;
+    for (std::size_t j = 0; j < kD; ++j) bad += !(ff.linear1.bias.grad(j) == Approx(want[j]).epsilon(1e-4).margin(1e-4));
+    CHECK(bad == 0);
+  }
 }
 
 TEST_CASE("Dropout is bit-identical at thread budgets 1, 2, 3", "[nn][dropout][threads]") {

@@ -129,9 +129,9 @@ std::size_t causal_limit(std::size_t i, std::size_t Tk, std::size_t q_off, std::
 
 /// Runs body(g0, g1, worker) over the heads [0, n_heads) in `threads` contiguous ranges
 /// (parallel_ranges, core/threads.hpp): with one range a plain call on this thread; otherwise
-/// OpenBLAS is set to one thread for the duration (BlasThreadsScope) and every thread runs its
-/// heads' GEMMs single-threaded, so the two kinds of threads never oversubscribe the cores and no
-/// GEMM of a head waits on another thread. worker < threads indexes per-thread scratch.
+/// OpenBLAS is set to one thread for the duration (BlasThreadsScope), so that any OpenBLAS call
+/// made there (gemm, in a build without SIMD for head_gemm) runs single-threaded and the two kinds
+/// of threads never oversubscribe the cores. worker < threads indexes per-thread scratch.
 /// `threads` is head_threads(n_heads), computed before the scope. Inside it OpenBLAS is at one
 /// thread, so a Linear or gemm_split_rows called there would not split again (gemm_row_parts).
 template <class Body>
@@ -498,11 +498,12 @@ double MultiheadAttention::logit_asymmetry() const {
   if (B * h == 0 || T == 0) return 0.0;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
   const HeadMatrix Q = head_input('q'), K = head_input('k');
-  std::vector<float> S(T * T);
+  std::vector<float> S(T * T), panel;
   double total = 0.0;
   for (std::size_t b = 0; b < B; ++b) {
-    for (std::size_t i = 0; i < h; ++i) {
-      gemm(false, true, T, T, dk, scale, Q.at(b, i), Q.ld, K.at(b, i), K.ld, 0.0f, S.data(), T);
+    for (std::size_t i = 0; i < h; ++i) {  // the forward's scores, bit for bit
+      detail::head_gemm(false, true, T, T, dk, scale, Q.at(b, i), Q.ld, K.at(b, i), K.ld, 0.0f, S.data(), T,
+                        panel);
       if (alibi_fwd_) {
         const double m = slopes_(i);
         for (std::size_t r = 0; r < T; ++r)

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "activation_kernels.hpp"
 #include "row_kernels.hpp"
@@ -47,6 +48,7 @@ void FeedForward::collect_parameters(const std::string& prefix, std::vector<Name
 
 Tensor3 FeedForward::forward(const Tensor3& x) {
   check_shape("FeedForward.forward: x", x, {-1, -1, static_cast<long>(d_model_)});
+  cached_ = false;  // until linear2 has run: a forward that throws leaves no half-made cache
   a_ = linear1.forward(x);                                // a = linear1(x)
   // h = act(a): relu in place in a_ (its backward needs only h > 0); gelu into h_, a buffer kept
   // between calls (its backward needs a).
@@ -63,14 +65,15 @@ Tensor3 FeedForward::forward(const Tensor3& x) {
       for (std::size_t i = i0; i < i1; ++i) pa[i] = detail::relu1(pa[i]);
     });
   }
-  b_ = x.shape()[0];
-  t_ = x.shape()[1];
-  cached_ = true;
   Tensor3& h = gelu_ ? h_ : a_;
   // hd = dropout(h); the identity (eval mode or p = 0) is skipped: no copy of h.
   dropout_active_ = dropout.training() && dropout.p() > 0.0f;
-  if (!dropout_active_) return linear2.forward_borrowed(h);  // y = linear2(h); h is kept
-  return linear2.forward(dropout.forward(h));             // y = linear2(hd)
+  Tensor3 y = dropout_active_ ? linear2.forward(dropout.forward(h))  // y = linear2(hd)
+                              : linear2.forward_borrowed(h);         // y = linear2(h); h is kept
+  b_ = x.shape()[0];
+  t_ = x.shape()[1];
+  cached_ = true;
+  return y;
 }
 
 Tensor3 FeedForward::backward(const Tensor3& dy) {
@@ -90,7 +93,9 @@ Tensor3 FeedForward::backward(const Tensor3& dy) {
   }
   // h = relu(a)  ->  da = dh ⊙ [a > 0] = dh ⊙ [h > 0], in place in dh. With linear1's bias (its
   // gradient of the right shape), each row's Σ for linear1.bias.grad is taken in the same pass
-  // (add_column_sums_after: the same bits as Linear's own sum over da).
+  // (add_column_sums_after), into a zeroed vector that is added to bias.grad only after linear1's
+  // backward has checked and updated everything else (0 + float(s) is exact: the same bits as
+  // Linear's own sum over da, and bias.grad untouched if that backward throws).
   const float* ph = a_.data();
   const std::size_t F = d_ff_, rows = n / F;
   const auto relu_grad_row = [&](std::size_t r) {
@@ -99,8 +104,12 @@ Tensor3 FeedForward::backward(const Tensor3& dy) {
     for (std::size_t j = 0; j < F; ++j) d[j] = detail::relu_grad1(hr[j], d[j]);
   };
   if (linear1.has_bias() && linear1.bias.grad.size() == F) {
-    detail::add_column_sums_after(pd, rows, F, linear1.bias.grad.data(), relu_grad_row);
-    return linear1.backward(dh, /*bias_grad_added=*/true);  // a = linear1(x)
+    std::vector<float> bias_sum(F, 0.0f);
+    detail::add_column_sums_after(pd, rows, F, bias_sum.data(), relu_grad_row);
+    Tensor3 dx = linear1.backward(dh, /*bias_grad_added=*/true);  // a = linear1(x)
+    float* bg = linear1.bias.grad.data();
+    for (std::size_t j = 0; j < F; ++j) bg[j] += bias_sum[j];
+    return dx;
   }
   parallel_for(rows, detail::row_grain(F), [&](std::size_t r0, std::size_t r1, std::size_t) {
     for (std::size_t r = r0; r < r1; ++r) relu_grad_row(r);

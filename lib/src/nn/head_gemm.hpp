@@ -5,17 +5,19 @@
 //
 // Why not OpenBLAS here: for a [128, 32] x [32, 128] product each cblas_sgemm call zeroes C when
 // beta = 0 (a separate pass), packs both operands and has its per-call set-up, and these cost
-// about as much as the multiply-adds themselves. The per-head products ran at about 40 GFLOP/s
-// on one core of the benchmark machine against 65-70 for the layer's large GEMMs
-// (experiments/bench/README.md). Here B is copied once into a contiguous panel [K, N rounded up
-// to kHeadNR] (a few KiB: the heads' rows have the stride of the projection, 3·d_model floats,
-// which maps a head's rows onto a handful of L1 sets), A is read in place, and C is written
-// once, with alpha applied at the store and beta = 0 never reading C.
+// about as much as the multiply-adds themselves (experiments/bench/README.md: the layer's per-head
+// products took about a sixth of a one-thread encoder-layer step for 8 % of its FLOPs). Here op(B)
+// is copied into a contiguous panel [kc, nc rounded up to kHeadNR] (the heads' rows have the
+// stride of the projection, 3·d_model floats, which maps a head's rows onto a handful of L1 sets),
+// A is read in place, and C is written once per panel, with alpha applied at the store and
+// beta = 0 never reading C. Panels are at most kHeadKC x kHeadNC floats (128 KiB), so long
+// sequences block over K and N instead of streaming one large panel per row block.
 //
-// The tile is the 6 x 16 of BLIS's and OpenBLAS's Haswell SGEMM kernels: 12 accumulators of 8
-// floats, per k two panel loads, six broadcasts of A and twelve FMAs. The sum over k runs in
-// order, one FMA per term, for every element; results differ from OpenBLAS's in the last bits
-// only where its kernel orders the k terms differently.
+// The tile is kHeadMR = 6 rows by kHeadNR = two SIMD registers of columns (6 x 16 with AVX2, as in
+// BLIS's and OpenBLAS's Haswell SGEMM kernels: 12 accumulators, per k two panel loads, six
+// broadcasts of A and twelve FMAs). Each element of C is one FMA chain over k in order (within a
+// K block; blocks are added in order), whatever the tile position or thread; results differ from
+// OpenBLAS's in the last bits where its kernel orders the k terms differently.
 #include <algorithm>
 #include <cstddef>
 #include <vector>
@@ -35,12 +37,16 @@ constexpr std::size_t kHeadNR = 16;
 #endif
 /// Rows of a tile.
 constexpr std::size_t kHeadMR = 6;
+/// Depth and width of one panel: K and N are blocked so that a panel stays within 128 KiB.
+constexpr std::size_t kHeadKC = 256;
+constexpr std::size_t kHeadNC = 128;
 
 /// Width of the panel of an N-column operand: N rounded up to a multiple of kHeadNR.
 inline std::size_t head_panel_width(std::size_t n) { return (n + kHeadNR - 1) / kHeadNR * kHeadNR; }
 
 /// panel[k·w + j] = op(B)[k, j] for k < K, j < N and 0 for N <= j < w = head_panel_width(N);
-/// op(B) = B (stored [K, N], rows of stride ldb) or Bᵀ (B stored [N, K]). panel is resized.
+/// op(B) = B (stored [K, N], rows of stride ldb) or Bᵀ (B stored [N, K]); B points at op(B)[0, 0].
+/// panel is resized.
 inline void pack_head_panel(bool trans_b, std::size_t K, std::size_t N, const float* B, std::size_t ldb,
                             std::vector<float>& panel) {
   const std::size_t w = head_panel_width(N);
@@ -140,20 +146,39 @@ inline void head_gemm_rows(std::size_t M, std::size_t N, std::size_t K, float al
 }
 #endif
 
-/// Row-major C[M, N] = alpha · op(A)[M, K] · op(B)[K, N] + beta · C, the arguments of gemm
-/// (core/gemm.hpp), for one attention head: op(B) is packed into `panel` (the caller's scratch,
-/// resized) and the tiles above compute C; beta = 0 does not read C. Pointers must not alias C.
-/// Without a SIMD architecture in xsimd it calls gemm. Throws nothing but std::bad_alloc.
+/// Row-major C[M, N] = alpha · op(A)[M, K] · op(B)[K, N] + beta · C with gemm's arguments
+/// (core/gemm.hpp: op(A) = A stored [M, K] with rows of stride lda, or Aᵀ with A stored [K, M];
+/// the same for B), for one attention head. op(B) is packed block by block (kHeadKC x kHeadNC)
+/// into `panel`, the caller's scratch (resized; one per thread), and the tiles above compute C.
+/// beta = 0 does not read C; K = 0 gives C = beta · C. Unlike BLAS, alpha = 0 still reads A and
+/// B (attention never passes it). Pointers must not alias C. Without a SIMD architecture in
+/// xsimd it calls gemm. Throws nothing but std::bad_alloc (panel).
 inline void head_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
                       const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
                       std::size_t ldc, std::vector<float>& panel) {
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
   if (M == 0 || N == 0) return;
-  pack_head_panel(trans_b, K, N, B, ldb, panel);
-  if (trans_a) {
-    head_gemm_rows<true>(M, N, K, alpha, A, lda, panel.data(), beta, C, ldc);
-  } else {
-    head_gemm_rows<false>(M, N, K, alpha, A, lda, panel.data(), beta, C, ldc);
+  if (K == 0) {  // no products: C = beta · C (BLAS's convention, C not read when beta = 0)
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+    return;
+  }
+  for (std::size_t j0 = 0; j0 < N; j0 += kHeadNC) {
+    const std::size_t nc = std::min(kHeadNC, N - j0);
+    for (std::size_t k0 = 0; k0 < K; k0 += kHeadKC) {
+      const std::size_t kc = std::min(kHeadKC, K - k0);
+      // op(B)[k0.., j0..]: B + k0·ldb + j0 when not transposed, B + j0·ldb + k0 when it is.
+      const float* Bb = trans_b ? B + j0 * ldb + k0 : B + k0 * ldb + j0;
+      pack_head_panel(trans_b, kc, nc, Bb, ldb, panel);
+      // op(A)[.., k0..]: columns k0.. of A, or rows k0.. of the stored Aᵀ.
+      const float* Ab = trans_a ? A + k0 * lda : A + k0;
+      const float b = k0 == 0 ? beta : 1.0f;  // later K blocks add onto the first
+      if (trans_a) {
+        head_gemm_rows<true>(M, nc, kc, alpha, Ab, lda, panel.data(), b, C + j0, ldc);
+      } else {
+        head_gemm_rows<false>(M, nc, kc, alpha, Ab, lda, panel.data(), b, C + j0, ldc);
+      }
+    }
   }
 #else
   (void)panel;

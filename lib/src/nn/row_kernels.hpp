@@ -82,7 +82,8 @@ inline double lane_sum(std::size_t n, F&& f) {
 
 /// out[j] += Σ_{r<n} src[r·w + j] for j < w, after row_op(r) has run on each row r < n: row_op may
 /// rewrite row r of src in place first (FeedForward's activation gradient, whose rows are then
-/// summed while still in cache: one pass instead of two). Each block of kSumBlockRows rows is
+/// summed while still in cache: one pass instead of two). row_op runs on several threads at once
+/// (each row once, rows of a kSumBlockRows block on one thread) and must touch only row r. Each block of kSumBlockRows rows is
 /// summed row by row into a double partial, the partials are added in block order, and the total
 /// is added to out as float once (the same result for every thread budget, and the same bits as
 /// row_op over all rows followed by add_column_sums).

@@ -1,6 +1,8 @@
 #pragma once
 // One GEMM wrapper over OpenBLAS's cblas_sgemm (declared by xtensor-blas; never include
-// OpenBLAS's cblas.h beside it). Every matrix product in seqlab goes through here.
+// OpenBLAS's cblas.h beside it). Every matrix product in seqlab goes through here, except the
+// per-head products of MultiheadAttention, which have their own small-matrix kernel
+// (lib/src/nn/head_gemm.hpp).
 #include <cstddef>
 
 #include "seqlab/core/tensor.hpp"

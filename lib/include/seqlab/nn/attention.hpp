@@ -24,14 +24,14 @@
 // (cross: q from the query rows, k and v from the key_value rows); the heads are read in place
 // from the projection (head i = columns i·d_k .. (i+1)·d_k, a strided operand of the GEMMs), and
 // only under RoPE are Q and K copied into contiguous [B, h, T, d_k] blocks to be rotated. Scores,
-// context and all their gradients are GEMMs per head, run one head at a time (scores, softmax,
+// context and all their gradients are matrix products per head (a register-blocked kernel for
+// these small shapes, lib/src/nn/head_gemm.hpp, not OpenBLAS), run one head at a time (scores, softmax,
 // context written into its columns of the concatenation; in backward dP, dV, softmax backward,
 // dQ, dK written into their columns of the projection gradient) so that the head's [Tq, Tk] block
 // is reused while in cache and dL/dP needs one [Tq, Tk] scratch, not [B, h, Tq, Tk]; the softmax
 // (with masks and ALiBi) and its backward are one pass per row. With a thread budget above 1
-// (core/threads.hpp) the heads are split between that many threads of our own, each running its
-// heads' GEMMs with OpenBLAS at one thread (the two never oversubscribe; results do not depend on
-// the split). Buffers are kept between calls and reallocated only when shapes change; every
+// (core/threads.hpp) the heads are split between that many threads of our own, with OpenBLAS at
+// one thread meanwhile (the two never oversubscribe; results do not depend on the split). Buffers are kept between calls and reallocated only when shapes change; every
 // forward overwrites the caches completely, so repeated forwards (gradient checks) do not interfere.
 #include <cstddef>
 #include <string>

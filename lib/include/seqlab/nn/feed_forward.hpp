@@ -32,8 +32,10 @@ class FeedForward : public Module {
   FeedForward(std::size_t d_model, std::size_t d_ff, Rng& rng, const std::string& activation = "relu",
               float dropout = 0.0f, std::uint64_t dropout_seed = 0);
 
-  /// x [B, T, D] -> y [B, T, D]. Caches linear1's output (the pre-activation, [B, T, F]); the
-  /// Linear and Dropout members keep their own caches. Throws ShapeError if x is not [*, *, D].
+  /// x [B, T, D] -> y [B, T, D] = linear2(dropout(act(linear1(x)))). Caches linear1's output
+  /// [B, T, F] (with relu, relu(a) made in place, which linear2 reads in place; with gelu, a and
+  /// gelu(a)); the Linear and Dropout members keep their own caches. Throws ShapeError if x is not
+  /// [*, *, D]; after a throw backward needs a new forward.
   Tensor3 forward(const Tensor3& x);
   /// dy [B, T, D] -> dx [B, T, D]; ADDS into all four parameter grads. Throws std::logic_error
   /// before any forward, ShapeError if dy is not the shape of the last forward's output.
