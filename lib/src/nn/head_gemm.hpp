@@ -23,6 +23,9 @@
 #include <vector>
 
 #include <xsimd/xsimd.hpp>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 #include "seqlab/core/gemm.hpp"
 
@@ -44,6 +47,30 @@ constexpr std::size_t kHeadNC = 128;
 /// Width of the panel of an N-column operand: N rounded up to a multiple of kHeadNR.
 inline std::size_t head_panel_width(std::size_t n) { return (n + kHeadNR - 1) / kHeadNR * kHeadNR; }
 
+#if defined(__AVX__)
+/// dst[c·ldd + r] = src[r·lds + c] for r, c < 8: one 8 x 8 block transposed in eight AVX registers
+/// (unpack, shuffle, then swap 128-bit halves; the usual sequence, as in Intel's optimization
+/// manual). Unaligned loads and stores.
+inline void transpose_8x8(const float* src, std::size_t lds, float* dst, std::size_t ldd) {
+  __m256 r[8], t[8];
+  for (std::size_t q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(src + q * lds);
+  for (std::size_t q = 0; q < 8; q += 2) {
+    t[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);      // a0 b0 a1 b1 | a4 b4 a5 b5
+    t[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);  // a2 b2 a3 b3 | a6 b6 a7 b7
+  }
+  for (std::size_t q = 0; q < 8; q += 4) {
+    r[q] = _mm256_shuffle_ps(t[q], t[q + 2], _MM_SHUFFLE(1, 0, 1, 0));      // a0 b0 c0 d0 | a4 ..
+    r[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], _MM_SHUFFLE(3, 2, 3, 2));  // a1 b1 c1 d1 | a5 ..
+    r[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (std::size_t q = 0; q < 4; ++q) {
+    _mm256_storeu_ps(dst + q * ldd, _mm256_permute2f128_ps(r[q], r[q + 4], 0x20));
+    _mm256_storeu_ps(dst + (q + 4) * ldd, _mm256_permute2f128_ps(r[q], r[q + 4], 0x31));
+  }
+}
+#endif
+
 /// panel[k·w + j] = op(B)[k, j] for k < K, j < N and 0 for N <= j < w = head_panel_width(N);
 /// op(B) = B (stored [K, N], rows of stride ldb) or Bᵀ (B stored [N, K]); B points at op(B)[0, 0].
 /// panel is resized.
@@ -58,11 +85,16 @@ inline void pack_head_panel(bool trans_b, std::size_t K, std::size_t N, const fl
       std::fill(p + k * w + N, p + (k + 1) * w, 0.0f);
     }
   } else {
-    // Blocks of 8 rows of B, read along k together: each k writes 8 consecutive panel floats.
+    // Blocks of 8 rows of B, read along k together: each k writes 8 consecutive panel floats
+    // (with AVX, 8 x 8 blocks go through registers: transpose_8x8).
     std::size_t j = 0;
     for (; j + 8 <= N; j += 8) {
       const float* r0 = B + j * ldb;
-      for (std::size_t k = 0; k < K; ++k) {
+      std::size_t k = 0;
+#if defined(__AVX__)
+      for (; k + 8 <= K; k += 8) transpose_8x8(r0 + k, ldb, p + k * w + j, w);
+#endif
+      for (; k < K; ++k) {
         float* d = p + k * w + j;
         for (std::size_t q = 0; q < 8; ++q) d[q] = r0[q * ldb + k];
       }
@@ -127,10 +159,14 @@ template <bool TA>
 inline void head_gemm_rows(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
                            std::size_t lda, const float* panel, float beta, float* C, std::size_t ldc) {
   const std::size_t w = head_panel_width(N);
-  for (std::size_t i = 0; i < M; i += kHeadMR) {  // rows outer: a block's rows of A stay in L1
+  std::size_t mr = 0;
+  for (std::size_t i = 0; i < M; i += mr) {  // rows outer: a block's rows of A stay in L1
     const float* Ai = TA ? A + i : A + i * lda;
     float* Ci = C + i * ldc;
-    const std::size_t mr = std::min(kHeadMR, M - i);
+    // The last 7 or 8 rows go as 4 + 3 or 4 + 4 rather than 6 + 1 or 6 + 2: a 1- or 2-row tile
+    // has too few accumulators to hide the FMA latency.
+    const std::size_t left = M - i;
+    mr = left == 7 || left == 8 ? 4 : std::min(kHeadMR, left);
     for (std::size_t j = 0; j < N; j += kHeadNR) {
       const std::size_t nc = std::min(kHeadNR, N - j);
       switch (mr) {
