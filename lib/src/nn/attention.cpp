@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include <xsimd/xsimd.hpp>
@@ -220,7 +221,12 @@ Tensor3 MultiheadAttention::forward(const Tensor3& x, const AttentionMask& mask)
   return run_forward(x, nullptr, mask);
 }
 
-Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key_value, const AttentionMask& mask) {
+Tensor3 MultiheadAttention::forward(Tensor3&& x, const AttentionMask& mask) {
+  return run_forward(x, nullptr, mask, &x);
+}
+
+Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key_value, const AttentionMask& mask,
+                                        Tensor3* take_query) {
   const long Ds = static_cast<long>(d_model_);
   const bool self = key_value == nullptr;
   check_shape(self ? "MultiheadAttention.forward x [B, T, d_model]" : "MultiheadAttention.forward query [B, Tq, d_model]",
@@ -256,8 +262,12 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
 
   const float* W = in_proj_weight.value.data();
   const float* bias = in_proj_bias.value.data();
-  xq_.resize({Nq, D});
-  detail::copy_floats(query.data(), Nq * D, xq_.data());
+  if (take_query != nullptr) {
+    xq_ = std::move(*take_query);  // query is not read after this
+  } else {
+    xq_.resize({B, Tq, D});
+    detail::copy_floats(query.data(), Nq * D, xq_.data());
+  }
   if (self) {
     // proj[N, R] = X W_inᵀ + b_in: q | k | v (shared_qk: qk | v) in one GEMM (rows split over
     // the thread budget, row_kernels.hpp affine_rows).

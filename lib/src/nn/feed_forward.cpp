@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "activation_kernels.hpp"
@@ -50,6 +51,18 @@ Tensor3 FeedForward::forward(const Tensor3& x) {
   check_shape("FeedForward.forward: x", x, {-1, -1, static_cast<long>(d_model_)});
   cached_ = false;  // until linear2 has run: a forward that throws leaves no half-made cache
   a_ = linear1.forward(x);                                // a = linear1(x)
+  return forward_after_linear1(x.shape()[0], x.shape()[1]);
+}
+
+Tensor3 FeedForward::forward(Tensor3&& x) {
+  check_shape("FeedForward.forward: x", x, {-1, -1, static_cast<long>(d_model_)});
+  cached_ = false;
+  const std::size_t b = x.shape()[0], t = x.shape()[1];
+  a_ = linear1.forward(std::move(x));                     // a = linear1(x), x taken over
+  return forward_after_linear1(b, t);
+}
+
+Tensor3 FeedForward::forward_after_linear1(std::size_t b, std::size_t t) {
   // h = act(a): relu in place in a_ (its backward needs only h > 0); gelu into h_, a buffer kept
   // between calls (its backward needs a).
   float* pa = a_.data();
@@ -70,8 +83,8 @@ Tensor3 FeedForward::forward(const Tensor3& x) {
   dropout_active_ = dropout.training() && dropout.p() > 0.0f;
   Tensor3 y = dropout_active_ ? linear2.forward(dropout.forward(h))  // y = linear2(hd)
                               : linear2.forward_borrowed(h);         // y = linear2(h); h is kept
-  b_ = x.shape()[0];
-  t_ = x.shape()[1];
+  b_ = b;
+  t_ = t;
   cached_ = true;
   return y;
 }

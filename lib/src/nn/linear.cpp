@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 #include "seqlab/core/gemm.hpp"
 #include "row_kernels.hpp"
@@ -30,6 +31,8 @@ Linear::Linear(const Linear& other)
       out_(other.out_),
       has_bias_(other.has_bias_),
       x_(other.x_),
+      x3_(other.x3_),
+      taken_(other.taken_),
       borrowed_(nullptr),
       rows_(other.rows_),
       cached_(other.cached_ && other.borrowed_ == nullptr) {}
@@ -78,6 +81,8 @@ Tensor2 Linear::forward(const Tensor2& x) {
   check_parameters();
   const std::size_t n = x.shape()[0];
   x_ = x;
+  x3_ = Tensor3();
+  taken_ = false;
   borrowed_ = nullptr;
   rows_ = n;
   cached_ = true;
@@ -111,6 +116,23 @@ Tensor3 Linear::forward3(const Tensor3& x, bool borrow) {
     detail::copy_floats(x.data(), n * in_, x_.data());
     borrowed_ = nullptr;
   }
+  x3_ = Tensor3();
+  taken_ = false;
+  rows_ = n;
+  cached_ = true;
+  Tensor3 y({b, t, out_});
+  forward_rows(input(), n, y.data());
+  return y;
+}
+
+Tensor3 Linear::forward(Tensor3&& x) {
+  check_shape("Linear.forward: x", x, {-1, -1, static_cast<long>(in_)});
+  check_parameters();
+  const std::size_t b = x.shape()[0], t = x.shape()[1], n = b * t;
+  x3_ = std::move(x);
+  taken_ = true;
+  borrowed_ = nullptr;
+  x_ = Tensor2();
   rows_ = n;
   cached_ = true;
   Tensor3 y({b, t, out_});

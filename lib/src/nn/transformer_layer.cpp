@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "row_kernels.hpp"
 
@@ -31,14 +32,15 @@ const TransformerLayerConfig& validated(const TransformerLayerConfig& cfg) {
 // One residual sub-layer (Vaswani et al. §3.1 / Xiong et al. 2020):
 //   pre:  y = z + drop(sub(norm(z)))        post: y = norm(z + drop(sub(z)))
 // The sums are made in place in the branch's fresh output (no third buffer); the dropout takes
-// that output by value (in place, or as is when it is the identity).
+// that output by value (in place, or as is when it is the identity). sub is called with the
+// norm's output as an rvalue (pre: the sub-layer takes it over as its input cache, no copy) or
+// with z itself (post: the sub-layer copies it).
 template <class Sub>
 Tensor3 residual_forward(bool pre, Norm& norm, Dropout& drop, const Tensor3& z,
                          const PaddingMask* pad, Sub&& sub) {
   if (pre) {
-    const Tensor3 n = norm.forward(z, pad);          // n = norm(z)
-    Tensor3 y = drop.forward(sub(n));                // s = drop(sub(n))
-    add_into(y, z);                                  // y = z + s
+    Tensor3 y = drop.forward(sub(norm.forward(z, pad)));  // s = drop(sub(norm(z)))
+    add_into(y, z);                                       // y = z + s
     return y;
   }
   Tensor3 r = drop.forward(sub(z));                  // s = drop(sub(z))
@@ -116,9 +118,11 @@ Tensor3 TransformerEncoderLayer::forward(const Tensor3& x, const AttentionMask& 
   check_shape("TransformerEncoderLayer.forward: x", x, {-1, -1, static_cast<long>(cfg_.d_model)});
   const bool pre = cfg_.pre_norm();
   const Tensor3 x1 = residual_forward(pre, *norm1, dropout1, x, padding_for_norms,
-                                      [&](const Tensor3& z) { return self_attn.forward(z, mask); });
+                                      [&](auto&& z) {
+                                        return self_attn.forward(std::forward<decltype(z)>(z), mask);
+                                      });
   Tensor3 y = residual_forward(pre, *norm2, dropout2, x1, padding_for_norms,
-                               [&](const Tensor3& z) { return ff.forward(z); });
+                               [&](auto&& z) { return ff.forward(std::forward<decltype(z)>(z)); });
   b_ = x.shape()[0];
   t_ = x.shape()[1];
   cached_ = true;
@@ -191,15 +195,18 @@ Tensor3 TransformerDecoderLayer::forward(const Tensor3& x, const Tensor3* memory
         "cross_attention = false (decoder-only block); pass nullptr");
   const bool pre = cfg_.pre_norm();
   Tensor3 h = residual_forward(pre, *norm1, dropout1, x, padding_for_norms,
-                               [&](const Tensor3& z) { return self_attn.forward(z, self_mask); });
+                               [&](auto&& z) {
+                                 return self_attn.forward(std::forward<decltype(z)>(z), self_mask);
+                               });
   if (cross_) {
+    // The cross form takes its query by const reference (copied into its cache).
     h = residual_forward(pre, *norm2, dropout2, h, padding_for_norms, [&](const Tensor3& z) {
       return multihead_attn->forward(z, *memory, memory_mask);
     });
   }
   Norm& ff_norm = cross_ ? *norm3 : *norm2;
   Tensor3 y = residual_forward(pre, ff_norm, dropout3, h, padding_for_norms,
-                               [&](const Tensor3& z) { return ff.forward(z); });
+                               [&](auto&& z) { return ff.forward(std::forward<decltype(z)>(z)); });
   b_ = x.shape()[0];
   t_ = x.shape()[1];
   cached_ = true;

@@ -86,6 +86,11 @@ class MultiheadAttention : public Module {
   /// Self-attention: x [B, T, D] -> [B, T, D] (query = key = value = x, one projection GEMM).
   /// Same errors as the cross form, with mask.key_padding [B, T].
   Tensor3 forward(const Tensor3& x, const AttentionMask& mask = {});
+  /// Self-attention as forward(x, mask), taking x over as the input cache instead of copying it
+  /// (x is left moved-from): for callers whose x is a temporary (the norm outputs of the
+  /// pre-norm Transformer layers); saves a pass over x. x is taken only once every check has
+  /// passed, so a throw leaves it intact. Throws as forward(x, mask).
+  Tensor3 forward(Tensor3&& x, const AttentionMask& mask = {});
 
   /// dy [B, Tq, D] = dL/d(output). Returns dL/dquery [B, Tq, D]; after a cross-attention forward,
   /// dL/dkey_value [B, Tk, D] is in key_value_grad(). After a self-attention forward the returned
@@ -141,7 +146,9 @@ class MultiheadAttention : public Module {
   Linear out_proj;           // "out_proj.weight" [D, D], "out_proj.bias" [D]
 
  private:
-  Tensor3 run_forward(const Tensor3& query, const Tensor3* key_value, const AttentionMask& mask);
+  // take_query: &query when query is to be moved into xq_ rather than copied (forward(Tensor3&&)).
+  Tensor3 run_forward(const Tensor3& query, const Tensor3* key_value, const AttentionMask& mask,
+                      Tensor3* take_query = nullptr);
   void check_parameters() const;
   /// Masked (+ALiBi) softmax over the rows of probs_ (holding the scaled scores) in place.
   // Scores, masked softmax and context of every head, one head at a time (probs_, ctx_merged_).
@@ -175,7 +182,7 @@ class MultiheadAttention : public Module {
   bool alibi_fwd_ = false;
   std::size_t q_off_fwd_ = 0, k_off_fwd_ = 0;
   std::size_t B_ = 0, Tq_ = 0, Tk_ = 0;
-  Tensor2 xq_;       // [B·Tq, D] copy of query (self: of x)
+  Tensor3 xq_;       // [B, Tq, D] copy of query (self: of x), or x itself taken over
   Tensor2 xkv_;      // [B·Tk, D] copy of key_value (cross only)
   Tensor2 proj_q_;   // self: [B·T, 3D] (shared_qk: 2D) q|k|v rows; cross: [B·Tq, D] q rows
   Tensor2 proj_kv_;  // cross: [B·Tk, 2D] k|v rows

@@ -37,6 +37,9 @@ class FeedForward : public Module {
   /// gelu(a)); the Linear and Dropout members keep their own caches. Throws ShapeError if x is not
   /// [*, *, D]; after a throw backward needs a new forward.
   Tensor3 forward(const Tensor3& x);
+  /// As forward(x), with x taken over by linear1 as its input cache instead of copied
+  /// (Linear::forward(Tensor3&&)); x is left moved-from, or intact if a check throws.
+  Tensor3 forward(Tensor3&& x);
   /// dy [B, T, D] -> dx [B, T, D]; ADDS into all four parameter grads. Throws std::logic_error
   /// before any forward, ShapeError if dy is not the shape of the last forward's output.
   Tensor3 backward(const Tensor3& dy);
@@ -63,6 +66,9 @@ class FeedForward : public Module {
   Dropout dropout;  // inner dropout, after the activation
 
  private:
+  // The rest of forward once a_ = linear1(x) is made; b, t: x's batch and seq_len.
+  Tensor3 forward_after_linear1(std::size_t b, std::size_t t);
+
   std::size_t d_model_, d_ff_;
   std::string activation_;
   bool gelu_;

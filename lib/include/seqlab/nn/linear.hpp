@@ -46,6 +46,12 @@ class Linear : public Module {
   /// input. Throws as forward.
   Tensor3 forward_borrowed(const Tensor3& x);
 
+  /// As forward(x) [B, T, in] -> [B, T, out], taking x over as the input cache instead of copying
+  /// it (x is left moved-from): for callers whose x is a temporary (the norm outputs of the
+  /// Transformer layers); saves a pass over x. x is taken only once every check has passed, so a
+  /// throw leaves it intact. Throws as forward.
+  Tensor3 forward(Tensor3&& x);
+
   /// Copies parameters and the copied input cache; see forward_borrowed for a borrowed input.
   Linear(const Linear& other);
   Linear& operator=(const Linear& other);
@@ -70,8 +76,10 @@ class Linear : public Module {
   std::size_t in_, out_;
   bool has_bias_;
   Tensor2 x_;                   // cache: copy of the last forward's input, [N, in]
-  const float* borrowed_ = nullptr;  // forward_borrowed's input; nullptr: the input is x_
-  const float* input() const { return borrowed_ ? borrowed_ : x_.data(); }
+  Tensor3 x3_;                  // cache: the last forward's input [B, T, in] taken over (forward(Tensor3&&))
+  bool taken_ = false;          // the input is x3_
+  const float* borrowed_ = nullptr;  // forward_borrowed's input; nullptr: the input is x_ or x3_
+  const float* input() const { return borrowed_ ? borrowed_ : taken_ ? x3_.data() : x_.data(); }
   std::size_t rows_ = 0;        // N of the last forward
   bool cached_ = false;
 };
