@@ -548,3 +548,29 @@ TEST_CASE("Norms reject unknown names bad arguments and wrong shapes", "[nn][nor
   ln.weight.value = xt::ones<float>({5});
   CHECK_THROWS_AS(ln.forward(Tensor3(xt::ones<float>({2, 3, 4}))), ShapeError);
 }
+
+TEST_CASE("backward_add gives backward plus the residual bit for bit, and checks the residual's shape", "[nn][norm]") {
+  Rng rng(41);
+  const std::size_t D = 6;
+  const Tensor3 x = random_x(rng, 2, 3, D), dy = random_x(rng, 2, 3, D), r = random_x(rng, 2, 3, D);
+  // layer_norm has its own fused pass; the others use Norm's backward-then-add.
+  for (const std::string name : {"layer_norm", "rms_norm", "batch_norm", "none"}) {
+    INFO(name);
+    auto a = make_norm(name, D), b = make_norm(name, D);
+    a->forward(x);
+    b->forward(x);
+    Tensor3 want = a->backward(dy);
+    for (std::size_t i = 0; i < want.size(); ++i) want.data()[i] += r.data()[i];
+    const Tensor3 got = b->backward_add(dy, r);
+    CHECK(std::equal(got.begin(), got.end(), want.begin(), want.end()));
+    std::vector<NamedParameter> pa, pb;
+    a->collect_parameters("", pa);
+    b->collect_parameters("", pb);
+    for (std::size_t k = 0; k < pa.size(); ++k)
+      CHECK(std::equal(pa[k].param->grad.begin(), pa[k].param->grad.end(), pb[k].param->grad.begin()));
+    // A wrong residual throws before any gradient moves.
+    CHECK_THROWS_AS(b->backward_add(dy, random_x(rng, 2, 4, D)), ShapeError);
+    for (std::size_t k = 0; k < pa.size(); ++k)
+      CHECK(std::equal(pa[k].param->grad.begin(), pa[k].param->grad.end(), pb[k].param->grad.begin()));
+  }
+}

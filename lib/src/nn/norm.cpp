@@ -119,7 +119,26 @@ Tensor3 LayerNorm::forward(const Tensor3& x, const PaddingMask* padding) {
   return y;
 }
 
-Tensor3 LayerNorm::backward(const Tensor3& dy) {
+Tensor3 Norm::backward_add(const Tensor3& dy, const Tensor3& residual) {
+  // dx has dy's shape (backward checks dy against the last forward): check before any grad moves.
+  check_shape("Norm.backward_add: residual", residual,
+              {static_cast<long>(dy.shape()[0]), static_cast<long>(dy.shape()[1]),
+               static_cast<long>(dy.shape()[2])});
+  Tensor3 dx = backward(dy);
+  detail::add_floats(dx.data(), residual.data(), dx.size(), dx.data());
+  return dx;
+}
+
+Tensor3 LayerNorm::backward(const Tensor3& dy) { return backward_rows(dy, nullptr); }
+
+Tensor3 LayerNorm::backward_add(const Tensor3& dy, const Tensor3& residual) {
+  check_dy("LayerNorm", dy, cached_, b_, t_, d_);
+  check_shape("LayerNorm.backward_add: residual", residual,
+              {static_cast<long>(b_), static_cast<long>(t_), static_cast<long>(d_)});
+  return backward_rows(dy, residual.data());
+}
+
+Tensor3 LayerNorm::backward_rows(const Tensor3& dy, const float* residual) {
   check_dy("LayerNorm", dy, cached_, b_, t_, d_);
   check_vector_parameter("LayerNorm.weight", weight, affine_ ? d_ : 0);
   check_vector_parameter("LayerNorm.bias", bias, affine_ ? d_ : 0);
@@ -156,8 +175,14 @@ Tensor3 LayerNorm::backward(const Tensor3& dy) {
       // x̂ = (x − μ) rstd  ->  dx = rstd (dx̂ − mean(dx̂) − x̂ mean(dx̂ x̂))
       const double rstd = rstd_(i);
       float* dxi = dx.data() + i * d;
-      for (std::size_t j = 0; j < d; ++j)
-        dxi[j] = static_cast<float>(rstd * (g[j] - mean_g - xh[j] * mean_gx));
+      if (residual) {  // backward_add: + r, the float sum add_floats would make afterwards
+        const float* ri = residual + i * d;
+        for (std::size_t j = 0; j < d; ++j)
+          dxi[j] = static_cast<float>(rstd * (g[j] - mean_g - xh[j] * mean_gx)) + ri[j];
+      } else {
+        for (std::size_t j = 0; j < d; ++j)
+          dxi[j] = static_cast<float>(rstd * (g[j] - mean_g - xh[j] * mean_gx));
+      }
     }
   });
   if (affine_) {

@@ -54,9 +54,7 @@ Tensor3 residual_backward(bool pre, Norm& norm, Dropout& drop, const Tensor3& dy
   Tensor3 masked;
   if (pre) {
     const Tensor3 dn = sub_back(through_dropout(drop, dy, masked));  // s = drop(sub(n))
-    Tensor3 dz = norm.backward(dn);                                  // n = norm(z)
-    add_into(dz, dy);                                                // y = z + s: both paths
-    return dz;
+    return norm.backward_add(dn, dy);  // n = norm(z); y = z + s: both paths, one pass
   }
   const Tensor3 dr = norm.backward(dy);                              // y = norm(r)
   Tensor3 dz = sub_back(through_dropout(drop, dr, masked));          // s = drop(sub(z))
