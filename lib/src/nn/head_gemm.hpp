@@ -167,6 +167,11 @@ inline void head_gemm_rows(std::size_t M, std::size_t N, std::size_t K, float al
     // has too few accumulators to hide the FMA latency.
     const std::size_t left = M - i;
     mr = left == 7 || left == 8 ? 4 : std::min(kHeadMR, left);
+    if (!TA && i + mr < M) {  // the next tile's rows of A (strided: the prefetcher misses them)
+      const std::size_t next = std::min(kHeadMR, M - i - mr), kb = std::min<std::size_t>(K, 64);
+      for (std::size_t r = 0; r < next; ++r)
+        for (std::size_t k = 0; k < kb; k += 16) __builtin_prefetch(A + (i + mr + r) * lda + k);
+    }
     for (std::size_t j = 0; j < N; j += kHeadNR) {
       const std::size_t nc = std::min(kHeadNR, N - j);
       switch (mr) {
