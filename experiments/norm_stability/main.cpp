@@ -367,6 +367,9 @@ class ProbedNorm : public Norm {
     return y;
   }
   Tensor3 backward(const Tensor3& dy) override { return inner_->backward(dy); }
+  Tensor3 backward_add(const Tensor3& dy, const Tensor3& residual) override {
+    return inner_->backward_add(dy, residual);
+  }
   std::string name() const override { return inner_->name(); }
   std::size_t dim() const override { return inner_->dim(); }
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override {

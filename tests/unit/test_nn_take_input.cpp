@@ -4,7 +4,8 @@
 // output, input gradient and parameter gradients bit for bit; a copy of a Linear made after such
 // a forward runs backward from its own copy of the input (FeedForward and MultiheadAttention
 // copies have no forward cached, as after Linear::forward_borrowed: not checked here); a forward
-// that throws on a bad shape leaves the rvalue intact.
+// that throws on a bad input shape or a bad parameter (the module's last Linear, checked before
+// the take) leaves the rvalue intact.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -30,8 +31,10 @@ Tensor3 uniform3(std::size_t b, std::size_t t, std::size_t d, Rng& rng) {
   return x;
 }
 
+// Shape, element count (a moved-from tensor keeps its shape but holds no elements) and values.
 bool same_bits(const Tensor3& a, const Tensor3& b) {
-  return a.shape() == b.shape() && std::equal(a.begin(), a.end(), b.begin());
+  return a.shape() == b.shape() && a.size() == b.size() &&
+         std::equal(a.data(), a.data() + a.size(), b.data(), b.data() + b.size());
 }
 
 // Parameter gradients of m, flattened in collect_parameters order.
@@ -46,9 +49,10 @@ std::vector<float> grads(Module& m) {
 // `make()` builds two identical modules; `copy_fwd(m, x)` calls forward(const Tensor3&),
 // `take_fwd(m, x)` calls forward(std::move(x)). x [2, 5, d_in], dy [2, 5, d_out]. check_copy:
 // also check that a copy made after the forward backpropagates on its own.
-template <class Make, class CopyFwd, class TakeFwd>
-void check_take(Make&& make, CopyFwd&& copy_fwd, TakeFwd&& take_fwd, std::size_t d_in, std::size_t d_out,
-                bool check_copy) {
+// break_last(m) gives m's last Linear a weight of the wrong shape.
+template <class Make, class CopyFwd, class TakeFwd, class Break>
+void check_take(Make&& make, CopyFwd&& copy_fwd, TakeFwd&& take_fwd, Break&& break_last, std::size_t d_in,
+                std::size_t d_out, bool check_copy) {
   Rng rng(7);
   const Tensor3 x = uniform3(2, 5, d_in, rng);
   const Tensor3 dy = uniform3(2, 5, d_out, rng);
@@ -77,6 +81,12 @@ void check_take(Make&& make, CopyFwd&& copy_fwd, TakeFwd&& take_fwd, std::size_t
   const Tensor3 bad0 = bad;
   CHECK_THROWS_AS(take_fwd(b, bad), ShapeError);
   CHECK(same_bits(bad, bad0));
+  // So does a wrongly shaped parameter of the module's last Linear, checked before the take.
+  break_last(b);
+  Tensor3 good = uniform3(2, 5, d_in, rng);
+  const Tensor3 good0 = good;
+  CHECK_THROWS_AS(take_fwd(b, good), ShapeError);
+  CHECK(same_bits(good, good0));
 }
 
 }  // namespace
@@ -84,7 +94,8 @@ void check_take(Make&& make, CopyFwd&& copy_fwd, TakeFwd&& take_fwd, std::size_t
 TEST_CASE("Linear::forward(Tensor3&&) matches forward(const Tensor3&) bit for bit", "[nn][linear]") {
   check_take([] { Rng r(3); return Linear(6, 4, r); },
              [](Linear& m, const Tensor3& x) { return m.forward(x); },
-             [](Linear& m, Tensor3& x) { return m.forward(std::move(x)); }, 6, 4, true);
+             [](Linear& m, Tensor3& x) { return m.forward(std::move(x)); },
+             [](Linear& m) { m.weight.value = Tensor2::from_shape({4, 7}); }, 6, 4, true);
 }
 
 TEST_CASE("FeedForward::forward(Tensor3&&) matches forward(const Tensor3&) bit for bit", "[nn][feed_forward]") {
@@ -92,7 +103,8 @@ TEST_CASE("FeedForward::forward(Tensor3&&) matches forward(const Tensor3&) bit f
     CAPTURE(act);
     check_take([act] { Rng r(3); return FeedForward(6, 10, r, act); },
                [](FeedForward& m, const Tensor3& x) { return m.forward(x); },
-               [](FeedForward& m, Tensor3& x) { return m.forward(std::move(x)); }, 6, 6, false);
+               [](FeedForward& m, Tensor3& x) { return m.forward(std::move(x)); },
+               [](FeedForward& m) { m.linear2.weight.value = Tensor2::from_shape({6, 11}); }, 6, 6, false);
   }
 }
 
@@ -101,6 +113,7 @@ TEST_CASE("MultiheadAttention::forward(Tensor3&&) matches forward(const Tensor3&
   const AttentionMask causal{true, nullptr};
   check_take([] { Rng r(3); return MultiheadAttention(8, 2, r); },
              [&](MultiheadAttention& m, const Tensor3& x) { return m.forward(x, causal); },
-             [&](MultiheadAttention& m, Tensor3& x) { return m.forward(std::move(x), causal); }, 8, 8,
+             [&](MultiheadAttention& m, Tensor3& x) { return m.forward(std::move(x), causal); },
+             [](MultiheadAttention& m) { m.out_proj.weight.value = Tensor2::from_shape({8, 9}); }, 8, 8,
              false);
 }

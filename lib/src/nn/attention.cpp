@@ -193,6 +193,7 @@ void MultiheadAttention::check_parameters() const {
     throw ShapeError("MultiheadAttention.in_proj_bias: expected shape " + shape_string(bs) + ", got value " +
                      shape_string(in_proj_bias.value.shape()) + ", grad " +
                      shape_string(in_proj_bias.grad.shape()));
+  out_proj.check_parameters();  // before forward takes an input over or writes any cache
 }
 
 void MultiheadAttention::set_rope(const RotaryEmbedding* rope) {

@@ -56,6 +56,8 @@ Tensor3 FeedForward::forward(const Tensor3& x) {
 
 Tensor3 FeedForward::forward(Tensor3&& x) {
   check_shape("FeedForward.forward: x", x, {-1, -1, static_cast<long>(d_model_)});
+  linear1.check_parameters();  // every check before x is taken: a throw leaves it intact
+  linear2.check_parameters();
   cached_ = false;
   const std::size_t b = x.shape()[0], t = x.shape()[1];
   a_ = linear1.forward(std::move(x));                     // a = linear1(x), x taken over

@@ -88,8 +88,9 @@ class MultiheadAttention : public Module {
   Tensor3 forward(const Tensor3& x, const AttentionMask& mask = {});
   /// Self-attention as forward(x, mask), taking x over as the input cache instead of copying it
   /// (x is left moved-from): for callers whose x is a temporary (the norm outputs of the
-  /// pre-norm Transformer layers); saves a pass over x. x is taken only once every check has
-  /// passed, so a throw leaves it intact. Throws as forward(x, mask).
+  /// pre-norm Transformer layers); saves a pass over x. x is taken only once every check
+  /// (shapes, all parameters including out_proj's) has passed, so those throws leave it intact;
+  /// only std::bad_alloc later can leave it moved-from. Throws as forward(x, mask).
   Tensor3 forward(Tensor3&& x, const AttentionMask& mask = {});
 
   /// dy [B, Tq, D] = dL/d(output). Returns dL/dquery [B, Tq, D]; after a cross-attention forward,

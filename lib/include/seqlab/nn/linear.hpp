@@ -49,10 +49,12 @@ class Linear : public Module {
   /// As forward(x) [B, T, in] -> [B, T, out], taking x over as the input cache instead of copying
   /// it (x is left moved-from): for callers whose x is a temporary (the norm outputs of the
   /// Transformer layers); saves a pass over x. x is taken only once every check has passed, so a
-  /// throw leaves it intact. Throws as forward.
+  /// ShapeError leaves it intact (only std::bad_alloc later can leave it moved-from). Throws as
+  /// forward.
   Tensor3 forward(Tensor3&& x);
 
-  /// Copies parameters and the copied input cache; see forward_borrowed for a borrowed input.
+  /// Copies parameters and the input cache (copied or taken over); see forward_borrowed for a
+  /// borrowed input.
   Linear(const Linear& other);
   Linear& operator=(const Linear& other);
   Linear(Linear&&) = default;
@@ -64,11 +66,15 @@ class Linear : public Module {
   std::size_t out_features() const { return out_; }
   bool has_bias() const { return has_bias_; }
 
+  /// Throws ShapeError naming the parameter if `weight` (value or grad) is not [out, in] or
+  /// `bias` not [out] ([0] without bias); forward and backward run it first. Public so that a
+  /// module holding Linears can check them all before it takes an input over (forward(Tensor3&&)).
+  void check_parameters() const;
+
   Parameter weight;  // "weight" [out, in]
   Parameter bias;    // "bias" [out] ([0] and unlisted when bias = false)
 
  private:
-  void check_parameters() const;
   void forward_rows(const float* x, std::size_t n, float* y) const;    // y[n, out]
   Tensor3 forward3(const Tensor3& x, bool borrow);  // forward (copy into x_) / forward_borrowed
   void backward_rows(const float* dy, std::size_t n, float* dx, bool bias_grad_added = false);  // dx[n, in]
