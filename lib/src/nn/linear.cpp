@@ -31,8 +31,6 @@ Linear::Linear(const Linear& other)
       out_(other.out_),
       has_bias_(other.has_bias_),
       x_(other.x_),
-      x3_(other.x3_),
-      taken_(other.taken_),
       borrowed_(nullptr),
       rows_(other.rows_),
       cached_(other.cached_ && other.borrowed_ == nullptr) {}
@@ -80,9 +78,8 @@ Tensor2 Linear::forward(const Tensor2& x) {
   check_shape("Linear.forward: x", x, {-1, static_cast<long>(in_)});
   check_parameters();
   const std::size_t n = x.shape()[0];
-  x_ = x;
-  x3_ = Tensor3();
-  taken_ = false;
+  x_.resize({1, n, in_});  // one cache for both forms: [1, N, in] here
+  detail::copy_floats(x.data(), n * in_, x_.data());
   borrowed_ = nullptr;
   rows_ = n;
   cached_ = true;
@@ -112,12 +109,10 @@ Tensor3 Linear::forward3(const Tensor3& x, bool borrow) {
   if (borrow) {
     borrowed_ = x.data();
   } else {
-    x_.resize({n, in_});
+    x_.resize({b, t, in_});
     detail::copy_floats(x.data(), n * in_, x_.data());
     borrowed_ = nullptr;
   }
-  x3_ = Tensor3();
-  taken_ = false;
   rows_ = n;
   cached_ = true;
   Tensor3 y({b, t, out_});
@@ -129,10 +124,8 @@ Tensor3 Linear::forward(Tensor3&& x) {
   check_shape("Linear.forward: x", x, {-1, -1, static_cast<long>(in_)});
   check_parameters();
   const std::size_t b = x.shape()[0], t = x.shape()[1], n = b * t;
-  x3_ = std::move(x);
-  taken_ = true;
+  x_ = std::move(x);
   borrowed_ = nullptr;
-  x_ = Tensor2();
   rows_ = n;
   cached_ = true;
   Tensor3 y({b, t, out_});

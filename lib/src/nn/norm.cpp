@@ -132,14 +132,15 @@ Tensor3 Norm::backward_add(const Tensor3& dy, const Tensor3& residual) {
 Tensor3 LayerNorm::backward(const Tensor3& dy) { return backward_rows(dy, nullptr); }
 
 Tensor3 LayerNorm::backward_add(const Tensor3& dy, const Tensor3& residual) {
-  check_dy("LayerNorm", dy, cached_, b_, t_, d_);
-  check_shape("LayerNorm.backward_add: residual", residual,
-              {static_cast<long>(b_), static_cast<long>(t_), static_cast<long>(d_)});
-  return backward_rows(dy, residual.data());
+  return backward_rows(dy, &residual);
 }
 
-Tensor3 LayerNorm::backward_rows(const Tensor3& dy, const float* residual) {
+Tensor3 LayerNorm::backward_rows(const Tensor3& dy, const Tensor3* res) {
   check_dy("LayerNorm", dy, cached_, b_, t_, d_);
+  if (res)
+    check_shape("LayerNorm.backward_add: residual", *res,
+                {static_cast<long>(b_), static_cast<long>(t_), static_cast<long>(d_)});
+  const float* residual = res ? res->data() : nullptr;
   check_vector_parameter("LayerNorm.weight", weight, affine_ ? d_ : 0);
   check_vector_parameter("LayerNorm.bias", bias, affine_ ? d_ : 0);
   const std::size_t n = b_ * t_, d = d_;

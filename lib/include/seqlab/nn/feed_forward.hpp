@@ -38,8 +38,9 @@ class FeedForward : public Module {
   /// [*, *, D]; after a throw backward needs a new forward.
   Tensor3 forward(const Tensor3& x);
   /// As forward(x), with x taken over by linear1 as its input cache instead of copied
-  /// (Linear::forward(Tensor3&&)); x is left moved-from. Every check (x's shape, both Linears' parameters) runs before x is
-  /// taken, so those throws leave it intact; only std::bad_alloc later can leave it moved-from.
+  /// (Linear::forward(Tensor3&&)); x is left moved-from. Every check (x's shape, both Linears'
+  /// parameters) runs before x is taken, so those throws leave it intact; only std::bad_alloc
+  /// later can leave it moved-from.
   Tensor3 forward(Tensor3&& x);
   /// dy [B, T, D] -> dx [B, T, D]; ADDS into all four parameter grads. Throws std::logic_error
   /// before any forward, ShapeError if dy is not the shape of the last forward's output.

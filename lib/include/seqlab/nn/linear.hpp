@@ -81,11 +81,9 @@ class Linear : public Module {
 
   std::size_t in_, out_;
   bool has_bias_;
-  Tensor2 x_;                   // cache: copy of the last forward's input, [N, in]
-  Tensor3 x3_;                  // cache: the last forward's input [B, T, in] taken over (forward(Tensor3&&))
-  bool taken_ = false;          // the input is x3_
-  const float* borrowed_ = nullptr;  // forward_borrowed's input; nullptr: the input is x_ or x3_
-  const float* input() const { return borrowed_ ? borrowed_ : taken_ ? x3_.data() : x_.data(); }
+  Tensor3 x_;  // cache: the last forward's input, copied ([1, N, in] for the 2-D form) or taken over
+  const float* borrowed_ = nullptr;  // forward_borrowed's input; nullptr: the input is x_
+  const float* input() const { return borrowed_ ? borrowed_ : x_.data(); }
   std::size_t rows_ = 0;        // N of the last forward
   bool cached_ = false;
 };

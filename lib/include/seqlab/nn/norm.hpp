@@ -41,10 +41,9 @@ class Norm : public Module {
   virtual Tensor3 backward(const Tensor3& dy) = 0;
   /// backward(dy) + residual [B, T, D] in one result: dL/dx of the Pre-LN residual block
   /// y = x + F(norm(x)) (Xiong et al. 2020, arXiv 2002.04745, Table 1), where the residual path
-  /// contributes dL/dy unchanged. LayerNorm adds residual in
-  /// its own pass over dx (no second pass; the same bits as backward then the sum); the others
-  /// add it after backward. Throws as backward, and ShapeError (before any gradient is added) if
-  /// residual is not dy's shape.
+  /// contributes dL/dy unchanged. LayerNorm adds residual in its own pass over dx (no second
+  /// pass; the same bits as backward then the sum); the others add it after backward. Throws as
+  /// backward, and ShapeError (before any gradient is added) if residual is not dy's shape.
   virtual Tensor3 backward_add(const Tensor3& dy, const Tensor3& residual);
   /// The make_norm name: "layer_norm", "rms_norm", "batch_norm", "masked_batch_norm", "none".
   virtual std::string name() const = 0;
@@ -85,8 +84,9 @@ class LayerNorm : public Norm {
   std::size_t d_;
   float eps_;
   bool affine_;
-  // backward, with residual [N, D] added into dx when not nullptr (backward_add).
-  Tensor3 backward_rows(const Tensor3& dy, const float* residual);
+  // backward, with residual [B, T, D] added into dx when not nullptr (backward_add; checked
+  // after dy, before any gradient is added).
+  Tensor3 backward_rows(const Tensor3& dy, const Tensor3* residual);
   Tensor2 xhat_;   // [N, D]
   Tensor1 rstd_;   // [N]
   std::size_t b_ = 0, t_ = 0;
