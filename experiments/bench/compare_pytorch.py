@@ -13,13 +13,17 @@ thread count, and the peak resident set size of the process (wait4's ru_maxrss; 
 process of the same kind that only loaded its libraries is the step's own memory).
 
 The fraction of SGEMM is given two ways. fraction_of_sgemm: the layer's median rate over the median
-rate of the SGEMM setting, whose samples run at their own places in the rotation, a minute or more
-away from the layer's. fraction_of_sgemm_paired: next to every seqlab layer sample, an SGEMM process
-of its own at the same thread count runs right before it (even repetitions) or right after it (odd
-ones); the sample's rate over that SGEMM's rate, then the median over samples (min and max in the
-CSV). On a shared VM that switches for seconds at a time between speed regimes (SGEMM 1024^3 at 2
-threads: 12 ms in one, 24 ms in another), the paired fraction compares the layer with the machine
-as it was when the layer ran; the issue-13 target on the SGEMM fraction is judged on it.
+rate of the SGEMM setting, whose samples run at their own places in the rotation (in a full run, a
+minute or more away from the layer's). fraction_of_sgemm_paired: next to every seqlab layer sample,
+an SGEMM process of its own (the seqlab binary's, for --also labels too; timed for
+min(--min-time, 0.5) s) at the same thread count runs right before it (1st, 3rd, ... repetition)
+or right after it (2nd, 4th, ...); the sample's rate over that SGEMM's rate, then the median over
+samples (min and max in the CSV). On a shared VM that switches for seconds at a time between speed
+regimes (SGEMM 1024^3 at 2 threads: 12 ms in one, 24 ms in another), the paired fraction compares
+the layer with the machine as it was when the layer ran; the issue-13 target on the SGEMM fraction
+is judged on it (meets_target), and on the unpaired one in meets_target_unpaired. The meta line's
+complete=yes marks a finished run (the CSV is rewritten after every repetition, so a killed run
+keeps its samples).
 
 Shapes (issue 13): Transformer encoder layer, pre-norm LayerNorm, B 32, T 128, d_model 256,
 n_heads 8, d_ff 1024, relu, dropout 0; LSTM, GRU and RNN (tanh), B 32, T 128, input = hidden = 256,
@@ -87,7 +91,7 @@ COLUMNS = ["case", "mode", "threads", "impl", "setting", "batch", "seq_len", "d_
            "fraction_of_sgemm_paired_min", "fraction_of_sgemm_paired_max", "pytorch_best_setting",
            "ratio_seqlab_over_pytorch", "cpu_ms_median", "cpu_ratio_seqlab_over_pytorch",
            "peak_rss_bytes", "baseline_rss_bytes", "step_rss_bytes",
-           "target_ratio_max", "target_sgemm_fraction_min", "meets_target"]
+           "target_ratio_max", "target_sgemm_fraction_min", "meets_target", "meets_target_unpaired"]
 
 
 def forward_flops(c):
@@ -190,7 +194,11 @@ def run_seqlab(binary, name, min_time):
     rc, out, err, rss = run_process(cmd)
     if rc != 0:
         raise RuntimeError(f"{binary} exited {rc} on {name}: {err.strip()[-500:]}")
-    runs = [b for b in json.loads(out)["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+    try:
+        runs = [b for b in json.loads(out)["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+    except (ValueError, KeyError, TypeError):
+        raise RuntimeError(f"{binary}: no Google Benchmark JSON for {name}; its stderr: "
+                           f"{err.strip()[-500:] or '(empty)'}")
     if len(runs) != 1:
         raise RuntimeError(f"{binary}: expected one run of {name}, got {len(runs)}")
     r = runs[0]
@@ -200,19 +208,31 @@ def run_seqlab(binary, name, min_time):
     return r["real_time"] * UNIT_MS[r["time_unit"]], rss, None, r["cpu_time"] * UNIT_MS[r["time_unit"]]
 
 
-def run_seqlab_paired(binary, name, threads, min_time, sgemm_first):
+def run_seqlab_paired(binary, name, threads, min_time, sgemm_first, sgemm_binary):
     """run_seqlab on name, with SGEMM 1024^3 at the same thread count timed by a process of its own
-    right before (sgemm_first) or right after it: the layer and its reference at the same moment.
-    A process of its own, so that the layer's peak RSS is not mixed with the SGEMM's buffers.
-    Returns run_seqlab's tuple plus the SGEMM's ms per call."""
+    (sgemm_binary: the run's reference binary, for every --also label too) right before
+    (sgemm_first) or right after it: the layer and its reference at the same moment. A process of
+    its own, so that the layer's peak RSS is not mixed with the SGEMM's buffers; timed for
+    min(min_time, 0.5) s. Returns run_seqlab's tuple plus the SGEMM's ms per call."""
     sgemm_min_time = min(min_time, 0.5)  # 1024^3 takes 10-30 ms here: >= 15 calls
     if sgemm_first:
-        sg = run_seqlab(binary, sgemm_name(threads), sgemm_min_time)[0]
+        sg = run_seqlab(sgemm_binary, sgemm_name(threads), sgemm_min_time)[0]
         res = run_seqlab(binary, name, min_time)
     else:
         res = run_seqlab(binary, name, min_time)
-        sg = run_seqlab(binary, sgemm_name(threads), sgemm_min_time)[0]
+        sg = run_seqlab(sgemm_binary, sgemm_name(threads), sgemm_min_time)[0]
     return res + (sg,)
+
+
+def listed_benchmarks(binary):
+    """The case names binary registers (--benchmark_list_tests), or None when it is not a Google
+    Benchmark binary (non-zero exit or nothing listed)."""
+    try:
+        rc, out, _, _ = run_process([binary, "--benchmark_list_tests"])
+    except OSError:
+        return None
+    names = set(out.split())
+    return names if rc == 0 and names else None
 
 
 def seqlab_baseline(binary):
@@ -335,28 +355,60 @@ def main(argv):
             budgets = [int(t) for t in args.threads.split(",") if t]
         except ValueError:
             fail_arg("--threads", args.threads, "comma list of integers >= 1")
-        if not budgets or min(budgets) < 1:
-            fail_arg("--threads", args.threads, "comma list of integers >= 1")
+        if not budgets or min(budgets) < 1 or len(set(budgets)) != len(budgets):
+            fail_arg("--threads", args.threads, "comma list of distinct integers >= 1")
     if args.repetitions < 1:
         fail_arg("--repetitions", args.repetitions, "integer >= 1")
-    if not args.min_time > 0:
-        fail_arg("--min-time", args.min_time, "seconds > 0")
+    if not (args.min_time > 0 and math.isfinite(args.min_time)):
+        fail_arg("--min-time", args.min_time, "finite seconds > 0")
     if not args.prune >= 0:
         fail_arg("--prune", args.prune, "factor >= 0 (0 keeps every setting)")
 
     build_dir = args.build_dir if os.path.isabs(args.build_dir) else os.path.join(ROOT, args.build_dir)
     binaries = [("seqlab", os.path.join(build_dir, "experiments", "bench_layers"))]
     for a in args.also:
-        if "=" not in a:
+        label, sep, path = a.partition("=")
+        if not sep or not path:
             fail_arg("--also", a, "LABEL=PATH_TO_bench_layers")
-        label, path = a.split("=", 1)
+        if (not re.fullmatch(r"[A-Za-z0-9_.-]+", label) or label in ("seqlab", "pytorch")
+                or label in (b[0] for b in binaries)):
+            fail_arg("--also", a, "a LABEL of letters, digits, _ . - other than seqlab, pytorch "
+                                  "and the other --also labels")
         binaries.append((label, os.path.abspath(path)))
     for label, path in binaries:
-        if not os.access(path, os.X_OK):
-            print(f"compare_pytorch: {label} binary {path} not found; build it with\n"
-                  f"  cmake --build {build_dir} --target bench_layers", file=sys.stderr)
-            return 2
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            if label == "seqlab":
+                print(f"compare_pytorch: --build-dir = {args.build_dir!r}: {path} not found; build it with\n"
+                      f"  cmake --build {build_dir} --target bench_layers", file=sys.stderr)
+                return 2
+            fail_arg("--also", f"{label}={path}", "the path of an executable bench_layers file")
+    # Every case this run needs, in every binary, before anything runs: a binary that is not
+    # bench_layers, or a thread budget bench_layers has no cases for, is a bad argument.
+    for label, path in binaries:
+        listed = listed_benchmarks(path)
+        key, value = ("--build-dir", args.build_dir) if label == "seqlab" else ("--also", f"{label}={path}")
+        if listed is None:
+            fail_arg(key, value, "a bench_layers binary (this one lists no Google Benchmark cases)")
+        for t in budgets:
+            needed = [sgemm_name(t)] + [bench_name(c, m, t) for c in cases for m in modes]
+            if any(n not in listed for n in needed):
+                have = sorted({int(m.group(1)) for m in (re.search(r"/nthreads:(\d+)/", n) for n in listed) if m})
+                if sgemm_name(t) not in listed and have:
+                    fail_arg("--threads", t, f"budgets {label}'s bench_layers has cases for: "
+                                             + ", ".join(map(str, have)))
+                missing = next(n for n in needed if n not in listed)
+                fail_arg(key, value, f"a bench_layers binary with the case {missing}")
     out_path = args.out if os.path.isabs(args.out) else os.path.join(ROOT, args.out)
+    # The output path, before anything runs: a directory we can create and write into, a file name.
+    try:
+        if os.path.isdir(out_path):
+            raise OSError("it is a directory")
+        os.makedirs(os.path.dirname(out_path) or ".", exist_ok=True)
+        with open(out_path + ".tmp", "w"):
+            pass
+        os.remove(out_path + ".tmp")
+    except OSError as e:
+        fail_arg("--out", args.out, f"a writable file path ({getattr(e, 'strerror', None) or e})")
 
     tv = None if args.no_torch else torch_version(args.torch_python)
     have_torch = tv is not None
@@ -373,7 +425,8 @@ def main(argv):
                     name = bench_name(case, mode, t)
                     settings.append((case, mode, t, label, f"blas={t}",
                                      lambda rep, path=path, name=name, t=t:
-                                     run_seqlab_paired(path, name, t, args.min_time, rep % 2 == 0)))
+                                     run_seqlab_paired(path, name, t, args.min_time, rep % 2 == 0,
+                                                       binaries[0][1])))
                 if have_torch:
                     for intra, blas in torch_settings(t):
                         def run(rep, case=case, mode=mode, intra=intra, blas=blas):
@@ -442,8 +495,10 @@ def main(argv):
                   for ms, sg in zip(v, paired_sgemm.get(key, []))]
             pfrac = statistics.median(pf) if pf else None
             judged = pfrac if pfrac is not None else frac
-            meets = ""
+            meets, meets_unpaired = "", ""
             if tr is not None and ratio is not None:
+                ok_u = ratio <= tr and (tf is None or (frac is not None and frac >= tf))
+                meets_unpaired = "yes" if ok_u else "no"
                 ok = ratio <= tr and (tf is None or (judged is not None and judged >= tf))
                 meets = "yes" if ok else "no"
             b = base.get(key)
@@ -460,6 +515,7 @@ def main(argv):
                 "peak_rss_bytes": rss[key],
                 "baseline_rss_bytes": b, "step_rss_bytes": (rss[key] - b) if b is not None else None,
                 "target_ratio_max": tr, "target_sgemm_fraction_min": tf, "meets_target": meets,
+                "meets_target_unpaired": meets_unpaired,
             })
 
         meta = {
@@ -470,22 +526,30 @@ def main(argv):
             "loadavg_end": "/".join(f"{x:.1f}" for x in load_end),
             "torch_version": tv if have_torch else "absent",
             "torch_python": args.torch_python if have_torch else "",
-            "repetitions": args.repetitions, "repetitions_done": reps_done, "min_time_s": args.min_time, "prune_factor": args.prune,
+            "repetitions": args.repetitions, "repetitions_done": reps_done,
+            "complete": "yes" if final else "no (the run stopped or is still running after repetitions_done)",
+            "min_time_s": args.min_time, "prune_factor": args.prune,
             "binaries": " ".join(f"{l}={p}" for l, p in binaries),
             "sgemm_reference": f"seqlab SGEMM_square {SGEMM_N}^3 at the same threads in the same run",
             "sgemm_fraction_target": "judged on fraction_of_sgemm_paired (median over samples of the "
                                      "layer's rate over the rate of the SGEMM process next to it)",
             "flops": "analytic GEMM FLOPs as bench_layers (fwdbwd = 3 x fwd)",
         }
-        os.makedirs(os.path.dirname(out_path) or ".", exist_ok=True)
         tmp = out_path + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("# meta: " + "; ".join(f"{k}={str(v).replace(',', ' ')}" for k, v in meta.items()) + "\n")
-            f.write(",".join(COLUMNS) + "\n")
-            for r in rows:
-                f.write(",".join(fmt(r[c]) if isinstance(r[c], float) else ("" if r[c] is None else str(r[c]))
-                                 for c in COLUMNS) + "\n")
-        os.replace(tmp, out_path)
+        try:
+            os.makedirs(os.path.dirname(out_path) or ".", exist_ok=True)
+            with open(tmp, "w") as f:
+                f.write("# meta: " + "; ".join(f"{k}={str(v).replace(',', ' ')}" for k, v in meta.items()) + "\n")
+                f.write(",".join(COLUMNS) + "\n")
+                for r in rows:
+                    f.write(",".join(fmt(r[c]) if isinstance(r[c], float) else ("" if r[c] is None else str(r[c]))
+                                     for c in COLUMNS) + "\n")
+            os.replace(tmp, out_path)
+        except OSError as e:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            print(f"compare_pytorch: cannot write {out_path}: {e}", file=sys.stderr)
+            raise SystemExit(1)
         log(f"compare_pytorch: wrote {out_path}")
         if final:
             print(summary_table(rows, have_torch))
@@ -542,6 +606,8 @@ def summary_table(rows, have_torch):
             if r["target_sgemm_fraction_min"] is not None:
                 tgt += f", >= {r['target_sgemm_fraction_min']:.0%} SGEMM"
             tgt += f": {r['meets_target'] or 'n/a'}"
+            if r["meets_target_unpaired"] and r["meets_target_unpaired"] != r["meets_target"]:
+                tgt += f" (unpaired: {r['meets_target_unpaired']})"
         mib = lambda v: "" if v is None else f"{v / 2**20:.0f}"
         lines.append(
             f"| {r['case']} | {r['mode']} | {r['threads']} | {r['impl']} | "
