@@ -394,7 +394,7 @@ def main(argv):
             if any(n not in listed for n in needed):
                 have = sorted({int(m.group(1)) for m in (re.search(r"/nthreads:(\d+)/", n) for n in listed) if m})
                 if sgemm_name(t) not in listed and have:
-                    fail_arg("--threads", t, f"budgets {label}'s bench_layers has cases for: "
+                    fail_arg("--threads", t, f"a budget {label}'s bench_layers has cases for: "
                                              + ", ".join(map(str, have)))
                 missing = next(n for n in needed if n not in listed)
                 fail_arg(key, value, f"a bench_layers binary with the case {missing}")
@@ -497,10 +497,8 @@ def main(argv):
             judged = pfrac if pfrac is not None else frac
             meets, meets_unpaired = "", ""
             if tr is not None and ratio is not None:
-                ok_u = ratio <= tr and (tf is None or (frac is not None and frac >= tf))
-                meets_unpaired = "yes" if ok_u else "no"
-                ok = ratio <= tr and (tf is None or (judged is not None and judged >= tf))
-                meets = "yes" if ok else "no"
+                verdict = lambda f: "yes" if ratio <= tr and (tf is None or (f is not None and f >= tf)) else "no"
+                meets, meets_unpaired = verdict(judged), verdict(frac)
             b = base.get(key)
             rows.append({
                 "case": case, "mode": mode, "threads": t, "impl": impl, "setting": setting,
