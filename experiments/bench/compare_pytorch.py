@@ -401,12 +401,14 @@ def main(argv):
     out_path = args.out if os.path.isabs(args.out) else os.path.join(ROOT, args.out)
     # The output path, before anything runs: a directory we can create and write into, a file name.
     try:
-        if os.path.isdir(out_path):
-            raise OSError("it is a directory")
+        if os.path.isdir(out_path) or out_path.endswith(os.sep) or not os.path.basename(out_path):
+            raise OSError("it names a directory")
         os.makedirs(os.path.dirname(out_path) or ".", exist_ok=True)
         with open(out_path + ".tmp", "w"):
             pass
         os.remove(out_path + ".tmp")
+    except (NotADirectoryError, FileExistsError):
+        fail_arg("--out", args.out, "a writable file path (a parent of it is a file, not a directory)")
     except OSError as e:
         fail_arg("--out", args.out, f"a writable file path ({getattr(e, 'strerror', None) or e})")
 
