@@ -26,17 +26,23 @@ TEST_CASE("GRU parameter names shapes and default init match PyTorch", "[nn][gru
 }
 
 TEST_CASE("GRU gradients match finite differences", "[nn][gru][gradcheck]") {
-  Rng rng(3);
-  const std::size_t B = 2, T = 4, D = 3, H = 5, L = 2;
-  GRU gru(D, H, L, rng);
-  // Parameters wider than the default U(-1/sqrt(5), 1/sqrt(5)) so gates leave their linear range.
-  for (auto* p : gru.parameters()) rng.fill_uniform(p->value, -0.9f, 0.9f);
-  Tensor3 x = test::random3(B, T, D, rng);
-  Tensor3 h0 = test::random3(L, B, H, rng);
-  const auto res = test::gradcheck_all(gru, x, h0);
-  INFO("checked " << res.checked << ", max abs err " << res.max_abs_err << ", worst " << res.worst << "\n"
-                  << res.report);
-  REQUIRE(res.ok);
+  // hidden_size 21 runs the fused per-step loops on SIMD batches (16 or 8 lanes) and a scalar
+  // tail; 5 runs them on the tail alone.
+  for (const std::size_t H : {std::size_t{5}, std::size_t{21}}) {
+    DYNAMIC_SECTION("hidden_size " << H) {
+      Rng rng(3);
+      const std::size_t B = 2, T = 4, D = 3, L = 2;
+      GRU gru(D, H, L, rng);
+      // Parameters wider than the default U(-1/sqrt(H), 1/sqrt(H)) so gates leave their linear range.
+      for (auto* p : gru.parameters()) rng.fill_uniform(p->value, -0.9f, 0.9f);
+      Tensor3 x = test::random3(B, T, D, rng);
+      Tensor3 h0 = test::random3(L, B, H, rng);
+      const auto res = test::gradcheck_all(gru, x, h0);
+      INFO("checked " << res.checked << ", max abs err " << res.max_abs_err << ", worst " << res.worst << "\n"
+                      << res.report);
+      REQUIRE(res.ok);
+    }
+  }
 }
 
 TEST_CASE("GRU matches torch.nn.GRU fixtures", "[nn][gru][golden]") {
@@ -90,6 +96,7 @@ TEST_CASE("GRU applies the reset gate after the hidden matmul", "[nn][gru]") {
 
 TEST_CASE("GRU hidden_grad_norms are the norms of the total gradient reaching h_t", "[nn][gru]") {
   test::check_hidden_grad_norms<GRU>(make_gru);
+  test::check_hidden_grad_norms<GRU>(make_gru, 21);
 }
 
 TEST_CASE("GRU forward is stateless across calls and backward adds into grads", "[nn][gru]") {

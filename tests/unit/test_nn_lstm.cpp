@@ -27,16 +27,22 @@ TEST_CASE("LSTM parameter names shapes and default init match PyTorch", "[nn][ls
 }
 
 TEST_CASE("LSTM gradients match finite differences", "[nn][lstm][gradcheck]") {
-  Rng rng(3);
-  const std::size_t B = 2, T = 4, D = 3, H = 5, L = 2;
-  LSTM lstm(D, H, L, rng);
-  Tensor3 x = test::random3(B, T, D, rng);
-  LSTMState s0 = test::random_state<LSTMState>(L, B, H, rng);
-  // Probes x, h0, c0 and every parameter; the loss covers out, h_n and c_n.
-  const auto res = test::gradcheck_all(lstm, x, s0);
-  INFO("checked " << res.checked << ", max abs err " << res.max_abs_err << ", worst " << res.worst << "\n"
-                  << res.report);
-  REQUIRE(res.ok);
+  // hidden_size 21 runs the fused per-step loops on SIMD batches (16 or 8 lanes) and a scalar
+  // tail; 5 runs them on the tail alone.
+  for (const std::size_t H : {std::size_t{5}, std::size_t{21}}) {
+    DYNAMIC_SECTION("hidden_size " << H) {
+      Rng rng(3);
+      const std::size_t B = 2, T = 4, D = 3, L = 2;
+      LSTM lstm(D, H, L, rng);
+      Tensor3 x = test::random3(B, T, D, rng);
+      LSTMState s0 = test::random_state<LSTMState>(L, B, H, rng);
+      // Probes x, h0, c0 and every parameter; the loss covers out, h_n and c_n.
+      const auto res = test::gradcheck_all(lstm, x, s0);
+      INFO("checked " << res.checked << ", max abs err " << res.max_abs_err << ", worst " << res.worst << "\n"
+                      << res.report);
+      REQUIRE(res.ok);
+    }
+  }
 }
 
 TEST_CASE("LSTM matches torch.nn.LSTM fixtures", "[nn][lstm][golden]") {
@@ -81,6 +87,7 @@ TEST_CASE("LSTM bias rows are in gate order i f g o", "[nn][lstm]") {
 TEST_CASE("LSTM hidden_grad_norms are the norms of the total gradient reaching h_t", "[nn][lstm]") {
   // The recurrent part at h_t is dL/dh0 of the model restarted at t+1 from (h_t, c_t).
   test::check_hidden_grad_norms<LSTM>(make_lstm);
+  test::check_hidden_grad_norms<LSTM>(make_lstm, 21);
 }
 
 TEST_CASE("LSTM forward is stateless across calls and backward adds into grads", "[nn][lstm]") {

@@ -7,8 +7,12 @@
 
 namespace seqlab {
 
-using detail::sigmoid_inplace;
-using detail::tanh_to;
+using detail::for_lanes;
+using detail::sum_over_lanes;
+using detail::vload;
+using detail::vsigmoid;
+using detail::vstore;
+using detail::vtanh;
 
 GRU::GRU(std::size_t input_size, std::size_t hidden_size, std::size_t num_layers, Rng& rng)
     : RecurrentBase("GRU", input_size, hidden_size, num_layers, 3, rng), cache_(num_layers) {}
@@ -46,21 +50,24 @@ Tensor3 GRU::forward(const Tensor3& x, const Tensor3* h0) {
       for (std::size_t b = 0; b < B; ++b) {
         float* a = gt + b * G;  // row of b: [r | z | n], H each; holds W_i· x + b_i· on entry
         const float* g = gh + b * G;
-        for (std::size_t j = 0; j < 2 * H; ++j) a[j] += g[j] + bhh[j];  // r, z pre-activations
-        sigmoid_inplace(a, 2 * H);
-        const float* r = a;
-        const float* z = a + H;
-        float* n = a + 2 * H;
-        const std::size_t o = b * H;
-        for (std::size_t j = 0; j < H; ++j) {
-          const float hn = g[2 * H + j] + bhh[2 * H + j];  // W_hn h_{t-1} + b_hn
-          ghn_t[o + j] = hn;
-          n[j] += r[j] * hn;  // W_in x + b_in + r ⊙ (W_hn h + b_hn)
-        }
-        tanh_to(n, n, H);
-        const float* hp = hprev + o;
-        // h_t = (1 - z) ⊙ n + z ⊙ h_{t-1}  (this form gives h_t = h_{t-1} exactly when z = 1)
-        for (std::size_t j = 0; j < H; ++j) hnext[o + j] = (1.0f - z[j]) * n[j] + z[j] * hp[j];
+        const float* hp = hprev + b * H;
+        float* hn_row = ghn_t + b * H;
+        float* h_row = hnext + b * H;
+        // One pass over the row; a keeps r, z, n (after their nonlinearities) for the backward.
+        for_lanes(H, [&](auto lane, std::size_t j) {
+          using V = decltype(lane);
+          // r, z = σ(W_i· x + b_i· + (W_h· h_{t-1} + b_h·))
+          const V r = vsigmoid(vload<V>(a + j) + (vload<V>(g + j) + vload<V>(bhh + j)));
+          const V z = vsigmoid(vload<V>(a + H + j) + (vload<V>(g + H + j) + vload<V>(bhh + H + j)));
+          const V hn = vload<V>(g + 2 * H + j) + vload<V>(bhh + 2 * H + j);  // W_hn h_{t-1} + b_hn
+          const V n = vtanh(vload<V>(a + 2 * H + j) + r * hn);  // tanh(W_in x + b_in + r ⊙ hn)
+          vstore(a + j, r);
+          vstore(a + H + j, z);
+          vstore(a + 2 * H + j, n);
+          vstore(hn_row + j, hn);
+          // h_t = (1 - z) ⊙ n + z ⊙ h_{t-1}  (this form gives h_t = h_{t-1} exactly when z = 1)
+          vstore(h_row + j, (V(1.0f) - z) * n + z * vload<V>(hp + j));
+        });
       }
     }
     std::memcpy(final_.data() + k * BH, hs + T * BH, BH * sizeof(float));
@@ -95,50 +102,59 @@ Tensor3 GRU::backward(const Tensor3& dy, const Tensor3* dh_n) {
     const float* Whh = layers_[kk].weight_hh.value.data();
     float* dh0 = dh0_.data() + kk * BH;
     add_final_state_grad(kk, dh_n, dh, dh0);
+    float* db_i = reset_bias_grad_sums();  // the step's Σ_b of dgi [G]; db_h = Σ_b dgh [G] after it
+    float* db_h = db_i + G;
 
     for (std::size_t t = T; t-- > 0;) {
       const float* dht = dh + t * BH;  // total dL/dh_t (complete now: step t+1 has added its part)
-      record_grad_norm(kk, t, dht);
       // dL/dh_{t-1}: the direct path z ⊙ dh_t here, the path through W_hh by the GEMM below.
       float* dprev = t > 0 ? dh + (t - 1) * BH : dh0;
+      const bool first_part = t == 0;  // dh0 holds nothing yet: the direct path is stored, not added
       const float* hprev = hs + t * BH;
       const float* gt = gates + t * BG;
       const float* ghn_t = ghn + t * BH;
       float* dgit = dgi + t * BG;
       float* dght = dgh + t * BG;
+      double sq = 0.0;  // ‖dL/dh_t‖², summed on the way
       for (std::size_t b = 0; b < B; ++b) {
         const float* r = gt + b * G;
         const float* z = r + H;
         const float* n = r + 2 * H;
-        float* di_r = dgit + b * G;  // dL/d(W_i· x + b_i·), rows r, z, n
-        float* di_z = di_r + H;
-        float* di_n = di_r + 2 * H;
-        float* dhh_r = dght + b * G;  // dL/d(W_h· h + b_h·), rows r, z, n
-        float* dhh_z = dhh_r + H;
-        float* dhh_n = dhh_r + 2 * H;
+        float* di = dgit + b * G;   // dL/d(W_i· x + b_i·), rows r, z, n
+        float* dhh = dght + b * G;  // dL/d(W_h· h + b_h·), rows r, z, n
         const std::size_t o = b * H;
-        for (std::size_t j = 0; j < H; ++j) {
-          const float r_ = r[j], z_ = z[j], n_ = n[j], hp = hprev[o + j], dhj = dht[o + j];
+        sq += sum_over_lanes(H, [&](auto lane, std::size_t j) {
+          using V = decltype(lane);
+          const V r_ = vload<V>(r + j), z_ = vload<V>(z + j), n_ = vload<V>(n + j);
+          const V hp = vload<V>(hprev + o + j), dhj = vload<V>(dht + o + j);
+          const V one(1.0f);
           // h = (1 - z) ⊙ n + z ⊙ h_prev
-          const float dn = dhj * (1.0f - z_);
-          const float dz = dhj * (hp - n_);
+          const V dn = dhj * (one - z_);
+          const V dz = dhj * (hp - n_);
           // n = tanh(a_n), a_n = gi_n + r ⊙ ghn
-          const float dan = dn * (1.0f - n_ * n_);
-          const float dr = dan * ghn_t[o + j];
+          const V dan = dn * (one - n_ * n_);
+          const V dr = dan * vload<V>(ghn_t + o + j);
           // r = σ(gi_r + gh_r), z = σ(gi_z + gh_z): σ' = σ(1 - σ)
-          const float dar = dr * r_ * (1.0f - r_);
-          const float daz = dz * z_ * (1.0f - z_);
-          di_r[j] = dar;
-          di_z[j] = daz;
-          di_n[j] = dan;
-          dhh_r[j] = dar;
-          dhh_z[j] = daz;
-          dhh_n[j] = dan * r_;
-          const float direct = dhj * z_;
-          if (t > 0) dprev[o + j] += direct;
-          else dprev[o + j] = direct;
-        }
+          const V dar = dr * r_ * (one - r_);
+          const V daz = dz * z_ * (one - z_);
+          vstore(di + j, dar);
+          vstore(di + H + j, daz);
+          vstore(di + 2 * H + j, dan);
+          vstore(dhh + j, dar);
+          vstore(dhh + H + j, daz);
+          vstore(dhh + 2 * H + j, dan * r_);
+          vstore(db_i + j, vload<V>(db_i + j) + dar);
+          vstore(db_i + H + j, vload<V>(db_i + H + j) + daz);
+          vstore(db_i + 2 * H + j, vload<V>(db_i + 2 * H + j) + dan);
+          vstore(db_h + 2 * H + j, vload<V>(db_h + 2 * H + j) + dan * r_);
+          const V direct = dhj * z_;
+          vstore(dprev + o + j, first_part ? direct : vload<V>(dprev + o + j) + direct);
+          return dhj * dhj;
+        });
       }
+      record_grad_norm(kk, t, sq);
+      std::memcpy(db_h, db_i, 2 * H * sizeof(float));  // dgh and dgi agree on the r and z rows
+      fold_bias_grad_sums();
       // dL/dh_{t-1} += dgh_t W_hh   ([B, 3H] x [3H, H]); for t = 0 this completes dL/dh0.
       gemm(false, false, B, H, G, 1.0f, dght, G, Whh, H, 1.0f, dprev, H);
     }

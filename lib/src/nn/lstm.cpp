@@ -7,8 +7,12 @@
 
 namespace seqlab {
 
-using detail::sigmoid_inplace;
-using detail::tanh_to;
+using detail::for_lanes;
+using detail::sum_over_lanes;
+using detail::vload;
+using detail::vsigmoid;
+using detail::vstore;
+using detail::vtanh;
 
 LSTM::LSTM(std::size_t input_size, std::size_t hidden_size, std::size_t num_layers, Rng& rng)
     : RecurrentBase("LSTM", input_size, hidden_size, num_layers, 4, rng), cache_(num_layers) {}
@@ -49,18 +53,24 @@ Tensor3 LSTM::forward(const Tensor3& x, const LSTMState* state0) {
       float* hnext = hs + (t + 1) * BH;
       float* tc = tanh_c + t * BH;
       for (std::size_t b = 0; b < B; ++b) {
-        float* gi = gt + b * G;  // row of b: [i | f | g | o], H each
-        const float* gf = gi + H;
-        float* gg = gi + 2 * H;
-        float* go = gi + 3 * H;
-        sigmoid_inplace(gi, 2 * H);  // i, f
-        tanh_to(gg, gg, H);          // g
-        sigmoid_inplace(go, H);      // o
+        float* gr = gt + b * G;  // row of b: [i | f | g | o], H each; keeps the activated gates
         const std::size_t o = b * H;
-        for (std::size_t j = 0; j < H; ++j)
-          cnext[o + j] = gf[j] * cprev[o + j] + gi[j] * gg[j];  // c_t = f ⊙ c_{t-1} + i ⊙ g
-        tanh_to(cnext + o, tc + o, H);
-        for (std::size_t j = 0; j < H; ++j) hnext[o + j] = go[j] * tc[o + j];  // h_t = o ⊙ tanh(c_t)
+        for_lanes(H, [&](auto lane, std::size_t j) {
+          using V = decltype(lane);
+          const V i = vsigmoid(vload<V>(gr + j));
+          const V f = vsigmoid(vload<V>(gr + H + j));
+          const V g = vtanh(vload<V>(gr + 2 * H + j));
+          const V og = vsigmoid(vload<V>(gr + 3 * H + j));
+          vstore(gr + j, i);
+          vstore(gr + H + j, f);
+          vstore(gr + 2 * H + j, g);
+          vstore(gr + 3 * H + j, og);
+          const V cn = f * vload<V>(cprev + o + j) + i * g;  // c_t = f ⊙ c_{t-1} + i ⊙ g
+          const V th = vtanh(cn);
+          vstore(cnext + o + j, cn);
+          vstore(tc + o + j, th);
+          vstore(hnext + o + j, og * th);  // h_t = o ⊙ tanh(c_t)
+        });
       }
     }
     std::memcpy(final_.h.data() + k * BH, hs + T * BH, BH * sizeof(float));
@@ -100,38 +110,45 @@ Tensor3 LSTM::backward(const Tensor3& dy, const LSTMState* dfinal) {
     float* dh0 = dstate0_.h.data() + kk * BH;
     add_final_state_grad(kk, dh_n, dh, dh0);
     load_layer_state(dc_n, kk, dc);  // running dL/dc_t, from dL/dc_T
+    float* db = reset_bias_grad_sums();  // the step's Σ_b of dgates [G]
 
     for (std::size_t t = T; t-- > 0;) {
-      float* dht = dh + t * BH;  // total dL/dh_t (complete now: step t+1 has added its part)
-      record_grad_norm(kk, t, dht);
-
+      const float* dht = dh + t * BH;  // total dL/dh_t (complete now: step t+1 has added its part)
       const float* gt = gates + t * BG;
       float* dgt = dg + t * BG;
       const float* cprev = cs + t * BH;
       const float* tc = tanh_c + t * BH;
+      double sq = 0.0;  // ‖dL/dh_t‖², summed on the way
       for (std::size_t b = 0; b < B; ++b) {
-        const float* gi = gt + b * G;
-        const float* gf = gi + H;
-        const float* gg = gi + 2 * H;
-        const float* go = gi + 3 * H;
-        float* di = dgt + b * G;
-        float* df = di + H;
-        float* dgg = di + 2 * H;
-        float* dout = di + 3 * H;
+        const float* gr = gt + b * G;  // i, f, g, o
+        float* dr = dgt + b * G;       // their pre-activation gradients
         const std::size_t o = b * H;
-        for (std::size_t j = 0; j < H; ++j) {
-          const float i_ = gi[j], f_ = gf[j], g_ = gg[j], o_ = go[j], th = tc[o + j];
-          const float dhj = dht[o + j];
+        sq += sum_over_lanes(H, [&](auto lane, std::size_t j) {
+          using V = decltype(lane);
+          const V one(1.0f);
+          const V i_ = vload<V>(gr + j), f_ = vload<V>(gr + H + j), g_ = vload<V>(gr + 2 * H + j);
+          const V o_ = vload<V>(gr + 3 * H + j), th = vload<V>(tc + o + j), dhj = vload<V>(dht + o + j);
           // h = o ⊙ tanh(c):  dc += dh ⊙ o ⊙ (1 - tanh²c),  do = dh ⊙ tanh c
-          const float dcj = dc[o + j] + dhj * o_ * (1.0f - th * th);
+          const V dcj = vload<V>(dc + o + j) + dhj * o_ * (one - th * th);
           // c = f ⊙ c_prev + i ⊙ g; then through σ' = σ(1-σ) and tanh' = 1 - tanh²
-          di[j] = dcj * g_ * i_ * (1.0f - i_);
-          df[j] = dcj * cprev[o + j] * f_ * (1.0f - f_);
-          dgg[j] = dcj * i_ * (1.0f - g_ * g_);
-          dout[j] = dhj * th * o_ * (1.0f - o_);
-          dc[o + j] = dcj * f_;  // dL/dc_{t-1} from this step
-        }
+          const V di = dcj * g_ * i_ * (one - i_);
+          const V df = dcj * vload<V>(cprev + o + j) * f_ * (one - f_);
+          const V dg_ = dcj * i_ * (one - g_ * g_);
+          const V dout = dhj * th * o_ * (one - o_);
+          vstore(dr + j, di);
+          vstore(dr + H + j, df);
+          vstore(dr + 2 * H + j, dg_);
+          vstore(dr + 3 * H + j, dout);
+          vstore(db + j, vload<V>(db + j) + di);
+          vstore(db + H + j, vload<V>(db + H + j) + df);
+          vstore(db + 2 * H + j, vload<V>(db + 2 * H + j) + dg_);
+          vstore(db + 3 * H + j, vload<V>(db + 3 * H + j) + dout);
+          vstore(dc + o + j, dcj * f_);  // dL/dc_{t-1} from this step
+          return dhj * dhj;
+        });
       }
+      record_grad_norm(kk, t, sq);
+      fold_bias_grad_sums();
       // dL/dh_{t-1} += dgates_t W_hh   ([B, 4H] x [4H, H]); for t = 0 this is dL/dh0.
       if (t > 0) gemm(false, false, B, H, G, 1.0f, dgt, G, Whh, H, 1.0f, dh + (t - 1) * BH, H);
       else gemm(false, false, B, H, G, 1.0f, dgt, G, Whh, H, 0.0f, dh0, H);

@@ -13,8 +13,6 @@
 namespace seqlab {
 
 using detail::add_to;
-using detail::column_sums;
-using detail::squared_norm;
 using detail::swap_leading_axes;
 
 RecurrentBase::RecurrentBase(std::string name, std::size_t input_size, std::size_t hidden_size,
@@ -141,7 +139,7 @@ void RecurrentBase::begin_backward(const Tensor3& dy, std::initializer_list<Stat
   dh_a_.resize({T, B, H});
   dh_b_.resize({T, B, H});
   dx_tm_.resize({T, B, D});
-  dbias_.resize({gate_rows_});
+  dbias_.resize({2 * gate_rows_});
   grad_norms_.resize({L, T});
   swap_leading_axes(dy.data(), hidden_grad(L - 1), B, T, H);
 }
@@ -156,8 +154,22 @@ void RecurrentBase::add_final_state_grad(std::size_t k, const Tensor3* dh_n, flo
   else if (dh_n) add_to(dh + (T_ - 1) * BH, dh_n->data() + k * BH, BH);
 }
 
-void RecurrentBase::record_grad_norm(std::size_t k, std::size_t t, const float* dht) {
-  grad_norms_(k, t) = static_cast<float>(std::sqrt(squared_norm(dht, B_ * hidden_size_)));
+void RecurrentBase::record_grad_norm(std::size_t k, std::size_t t, double squared_norm) {
+  grad_norms_(k, t) = static_cast<float>(std::sqrt(squared_norm));
+}
+
+float* RecurrentBase::reset_bias_grad_sums() {
+  std::fill(dbias_.begin(), dbias_.end(), 0.0f);
+  dbias_total_.assign(dbias_.size(), 0.0);
+  return dbias_.data();
+}
+
+void RecurrentBase::fold_bias_grad_sums() {
+  float* step = dbias_.data();
+  for (std::size_t j = 0; j < dbias_total_.size(); ++j) {
+    dbias_total_[j] += step[j];
+    step[j] = 0.0f;
+  }
 }
 
 void RecurrentBase::backward_affine(std::size_t k, const float* dgi, const float* dgh) {
@@ -165,10 +177,14 @@ void RecurrentBase::backward_affine(std::size_t k, const float* dgi, const float
   const std::size_t N = T_ * B_, G = gate_rows_, H = hidden_size_, in_k = k == 0 ? input_size_ : H;
   gemm(true, false, G, H, N, 1.0f, dgh, G, hs_[k].data(), H, 1.0f, l.weight_hh.grad.data(), H);
   gemm(true, false, G, in_k, N, 1.0f, dgi, G, layer_input(k), in_k, 1.0f, l.weight_ih.grad.data(), in_k);
-  column_sums(dgh, N, G, dbias_.data());
-  add_to(l.bias_hh.grad.data(), dbias_.data(), G);
-  if (dgi != dgh) column_sums(dgi, N, G, dbias_.data());
-  add_to(l.bias_ih.grad.data(), dbias_.data(), G);
+  const double* db_ih = dbias_total_.data();
+  const double* db_hh = db_ih + (dgi != dgh ? G : 0);
+  float* gb_ih = l.bias_ih.grad.data();
+  float* gb_hh = l.bias_hh.grad.data();
+  for (std::size_t j = 0; j < G; ++j) {
+    gb_ih[j] += static_cast<float>(db_ih[j]);
+    gb_hh[j] += static_cast<float>(db_hh[j]);
+  }
 
   float* dX = k > 0 ? hidden_grad(k - 1) : dx_tm_.data();
   gemm(false, false, N, in_k, G, 1.0f, dgi, G, l.weight_ih.value.data(), in_k, 0.0f, dX, in_k);

@@ -47,16 +47,63 @@ inline void tanh_to(const float* src, float* dst, std::size_t n) {
   for (; j < n; ++j) dst[j] = std::tanh(src[j]);
 }
 
+// --- one kernel body for SIMD lanes and the scalar tail -----------------------------------------
+// The fused per-step loops of the GRU and LSTM are written once as a generic lambda over the value
+// type V (FBatch or float) and driven by for_lanes / sum_over_lanes: full batches of kLanes first,
+// then the scalar tail. vload / vstore / vsigmoid / vtanh overload on V; the float versions are the
+// same formulas as sigmoid1 and std::tanh above. Without xsimd support every element is scalar.
+
+template <class V> inline V vload(const float* p);
+template <> inline float vload<float>(const float* p) { return *p; }
+inline void vstore(float* p, float v) { *p = v; }
+inline float vsigmoid(float z) { return sigmoid1(z); }
+inline float vtanh(float z) { return std::tanh(z); }
+inline float vsum(float v) { return v; }
+/// d where h > 0, else 0 (the ReLU's derivative applied from its output h).
+inline float vpass_if_positive(float h, float d) { return h > 0.0f ? d : 0.0f; }
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+template <> inline FBatch vload<FBatch>(const float* p) { return FBatch::load_unaligned(p); }
+inline void vstore(float* p, const FBatch& v) { v.store_unaligned(p); }
+inline FBatch vsigmoid(const FBatch& z) {
+  const FBatch one(1.0f);
+  return one / (one + xsimd::exp(-z));
+}
+inline FBatch vtanh(const FBatch& z) { return xsimd::tanh(z); }
+inline float vsum(const FBatch& v) { return xsimd::hadd(v); }
+inline FBatch vpass_if_positive(const FBatch& h, const FBatch& d) {
+  return xsimd::select(h > FBatch(0.0f), d, FBatch(0.0f));
+}
+#endif
+
+/// Calls body(V{}, j) for every j < n: V = FBatch on j = 0, kLanes, … while a full batch fits,
+/// then V = float on each remaining j. body covers elements j .. j + lanes(V) - 1.
+template <class Body>
+inline void for_lanes(std::size_t n, Body&& body) {
+  std::size_t j = 0;
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+  for (; j + kLanes <= n; j += kLanes) body(FBatch(0.0f), j);
+#endif
+  for (; j < n; ++j) body(0.0f, j);
+}
+
+/// for_lanes whose body returns a V; returns the sum of all lanes of all returns (float sums; used
+/// for the squared norms of one [H] row, which the callers accumulate in double).
+template <class Body>
+inline float sum_over_lanes(std::size_t n, Body&& body) {
+  float total = 0.0f;
+  std::size_t j = 0;
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+  FBatch acc(0.0f);
+  for (; j + kLanes <= n; j += kLanes) acc += body(FBatch(0.0f), j);
+  total = vsum(acc);
+#endif
+  for (; j < n; ++j) total += body(0.0f, j);
+  return total;
+}
+
 /// p[j] = max(p[j], 0) for j < n (a plain loop: the compiler vectorises it).
 inline void relu_inplace(float* p, std::size_t n) {
   for (std::size_t j = 0; j < n; ++j) p[j] = p[j] > 0.0f ? p[j] : 0.0f;
-}
-
-/// Σ p[j]² for j < n, accumulated in double (hidden-gradient norms).
-inline double squared_norm(const float* p, std::size_t n) {
-  double sq = 0.0;
-  for (std::size_t j = 0; j < n; ++j) sq += static_cast<double>(p[j]) * p[j];
-  return sq;
 }
 
 /// Copies a [B, T, W] batch-first block into a [T, B, W] time-major one (or back, with B and T
@@ -65,15 +112,6 @@ inline void swap_leading_axes(const float* src, float* dst, std::size_t B, std::
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t)
       std::memcpy(dst + (t * B + b) * W, src + (b * T + t) * W, W * sizeof(float));
-}
-
-/// out[j] = Σ_r src[r, j] over N rows of a [N, W] block (out [W], overwritten; float sums).
-inline void column_sums(const float* src, std::size_t N, std::size_t W, float* out) {
-  std::fill(out, out + W, 0.0f);
-  for (std::size_t r = 0; r < N; ++r) {
-    const float* row = src + r * W;
-    for (std::size_t j = 0; j < W; ++j) out[j] += row[j];
-  }
 }
 
 /// acc[j] += src[j] for j < n.

@@ -9,7 +9,11 @@
 namespace seqlab {
 
 using detail::relu_inplace;
+using detail::sum_over_lanes;
 using detail::tanh_to;
+using detail::vload;
+using detail::vpass_if_positive;
+using detail::vstore;
 
 Nonlinearity parse_nonlinearity(const std::string& name) {
   if (name == "tanh") return Nonlinearity::tanh;
@@ -75,17 +79,33 @@ Tensor3 RNN::backward(const Tensor3& dy, const Tensor3* dh_n) {
     const float* Whh = layers_[kk].weight_hh.value.data();
     float* dh0 = dh0_.data() + kk * BH;
     add_final_state_grad(kk, dh_n, dh, dh0);
+    float* db = reset_bias_grad_sums();  // the step's Σ_b of dpre [H]
 
     for (std::size_t t = T; t-- > 0;) {
       float* dht = dh + t * BH;  // total dL/dh_t (complete now: step t+1 has added its part)
-      record_grad_norm(kk, t, dht);
-      // h_t = act(pre_t): dpre_t = dh_t ⊙ act'(pre_t), act' from h_t (tanh' = 1 - h², relu' = [h > 0]).
+      // h_t = act(pre_t): dpre_t = dh_t ⊙ act'(pre_t), act' from h_t (tanh' = 1 - h², relu' = [h > 0]);
+      // ‖dL/dh_t‖² is summed on the way (float per row of H, double over rows).
       const float* ht = hs + (t + 1) * BH;
-      if (is_tanh) {
-        for (std::size_t e = 0; e < BH; ++e) dht[e] *= 1.0f - ht[e] * ht[e];
-      } else {
-        for (std::size_t e = 0; e < BH; ++e) dht[e] = ht[e] > 0.0f ? dht[e] : 0.0f;
+      double sq = 0.0;
+      // dpre = dh ⊙ act'; the step's Σ_b dpre into db, Σ dh² returned.
+      auto step_row = [&](float* d, const float* h, auto derivative) {
+        return sum_over_lanes(H, [&](auto lane, std::size_t j) {
+          using V = decltype(lane);
+          const V dhj = vload<V>(d + j);
+          const V dpre = derivative(vload<V>(h + j), dhj);
+          vstore(d + j, dpre);
+          vstore(db + j, vload<V>(db + j) + dpre);
+          return dhj * dhj;
+        });
+      };
+      for (std::size_t b = 0; b < B; ++b) {
+        if (is_tanh)
+          sq += step_row(dht + b * H, ht + b * H, [](auto h, auto d) { return d * (decltype(h)(1.0f) - h * h); });
+        else
+          sq += step_row(dht + b * H, ht + b * H, [](auto h, auto d) { return vpass_if_positive(h, d); });
       }
+      record_grad_norm(kk, t, sq);
+      fold_bias_grad_sums();
       // dL/dh_{t-1} += dpre_t W_hh   ([B, H] x [H, H]); for t = 0 this is dL/dh0.
       if (t > 0) gemm(false, false, B, H, H, 1.0f, dht, H, Whh, H, 1.0f, dh + (t - 1) * BH, H);
       else gemm(false, false, B, H, H, 1.0f, dht, H, Whh, H, 0.0f, dh0, H);

@@ -94,12 +94,21 @@ class RecurrentBase : public Module {
   /// T = 0 (nothing to step through: the final state is the initial state) writes it, or zeros, to
   /// dh0 [B, H] instead.
   void add_final_state_grad(std::size_t k, const Tensor3* dh_n, float* dh, float* dh0) const;
-  /// hidden_grad_norms()(k, t) = ‖dht‖_F, dht [B, H] being the complete dL/dh_t.
-  void record_grad_norm(std::size_t k, std::size_t t, const float* dht);
+  /// hidden_grad_norms()(k, t) = sqrt(squared_norm), squared_norm = ‖dL/dh_t‖_F² of layer k, which
+  /// the layers sum inside their fused backward loops (float per row of H, double over rows).
+  void record_grad_norm(std::size_t k, std::size_t t, double squared_norm);
+  /// Zeroes and returns the bias-gradient sums [2, G] of one step of the layer about to be stepped
+  /// back through: row 0 for Σ over the step's B rows of dgi (below), row 1 for Σ dgh (unused when
+  /// dgi and dgh are the same). The layers add to them inside their fused per-step loops, which
+  /// saves reading the [T·B, G] blocks again, and call fold_bias_grad_sums() after each step.
+  float* reset_bias_grad_sums();
+  /// Adds the step's float sums into the layer's double totals and zeroes them for the next step
+  /// (float over B rows, double over steps, like Linear's add_column_sums blocks).
+  void fold_bias_grad_sums();
   /// The two affine maps of layer k, from dgi = dL/d(W_ih x + b_ih) and dgh = dL/d(W_hh h + b_hh),
   /// each [T·B, G] (rows t·B + b; the same pointer when they are equal, as for the RNN and LSTM):
-  ///   dW_ih += Σ_t dgi_tᵀ x_t,  db_ih += Σ_rows dgi,
-  ///   dW_hh += Σ_t dgh_tᵀ h_{t-1},  db_hh += Σ_rows dgh,
+  ///   dW_ih += Σ_t dgi_tᵀ x_t,  db_ih += Σ_rows dgi   (row 0 of the folded bias-gradient sums),
+  ///   dW_hh += Σ_t dgh_tᵀ h_{t-1},  db_hh += Σ_rows dgh   (row 1, or row 0 when dgh is dgi),
   /// one GEMM each over all T·B rows; and the input gradient dX = dgi W_ih [T·B, in_k], written to
   /// hidden_grad(k-1) (the output gradient of layer k-1) or, for k = 0, to dL/dx.
   void backward_affine(std::size_t k, const float* dgi, const float* dgh);
@@ -129,7 +138,8 @@ class RecurrentBase : public Module {
   bool has_backward_ = false;
   Tensor3 dh_a_, dh_b_; // [T, B, H]: hidden_grad(k) for L-1-k even / odd
   Tensor3 dx_tm_;       // [T, B, D]: dL/dx time-major
-  Tensor1 dbias_;       // [G]
+  Tensor1 dbias_;       // [2G]: one step's bias-gradient sums, rows db_ih, db_hh
+  std::vector<double> dbias_total_;  // [2G]: their sums over the steps
   Tensor2 grad_norms_;  // [L, T]
 };
 
