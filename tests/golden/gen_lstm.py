@@ -43,3 +43,7 @@ def _case(write, name, B, T, D, H, L, param_scale):
 def generate(write):
     _case(write, "lstm", B=3, T=5, D=4, H=6, L=2, param_scale=0.6)
     _case(write, "lstm_l3", B=2, T=9, D=3, H=4, L=3, param_scale=0.8)
+    # hidden_size 21: the fused per-step loops run on SIMD batches (16 or 8 lanes) and a scalar
+    # tail; the cases above (H <= 6) run on the tail alone. Appended last so the cases above keep
+    # their random draws.
+    _case(write, "lstm_h21", B=2, T=4, D=3, H=21, L=1, param_scale=0.5)

@@ -81,3 +81,11 @@ def generate(write):
     # Longer and deeper: gradients through 9 steps and 3 layers.
     _case(write, "gru_l3", torch.nn.GRU(3, 4, num_layers=3, batch_first=True).double(),
           2, 9, 3, 4, 3, 0.8, {"module": "torch.nn.GRU(batch_first=True)"})
+    # hidden_size 21: the fused per-step loops run on SIMD batches (16 or 8 lanes) and a scalar
+    # tail; the cases above (H <= 6) run on the tail alone. Appended last so the cases above keep
+    # their random draws.
+    _case(write, "rnn_tanh_h21", torch.nn.RNN(3, 21, num_layers=1, nonlinearity="tanh", batch_first=True).double(),
+          2, 4, 3, 21, 1, 0.5,
+          {"module": "torch.nn.RNN(nonlinearity='tanh', batch_first=True)", "nonlinearity": "tanh"})
+    _case(write, "gru_h21", torch.nn.GRU(3, 21, num_layers=1, batch_first=True).double(),
+          2, 4, 3, 21, 1, 0.5, {"module": "torch.nn.GRU(batch_first=True)"})

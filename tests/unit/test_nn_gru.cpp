@@ -47,7 +47,7 @@ TEST_CASE("GRU gradients match finite differences", "[nn][gru][gradcheck]") {
 
 TEST_CASE("GRU matches torch.nn.GRU fixtures", "[nn][gru][golden]") {
   // Tolerances (in check_fixture): forward rtol 1e-5 atol 1e-6, backward rtol 1e-4 atol 1e-5.
-  for (const std::string name : {"gru.json", "gru_l3.json"}) {
+  for (const std::string name : {"gru.json", "gru_l3.json", "gru_h21.json"}) {
     DYNAMIC_SECTION("fixture " << name) {
       const test::Fixture fx(name);
       const auto& meta = fx.meta();

@@ -48,7 +48,7 @@ TEST_CASE("LSTM gradients match finite differences", "[nn][lstm][gradcheck]") {
 TEST_CASE("LSTM matches torch.nn.LSTM fixtures", "[nn][lstm][golden]") {
   // Tolerances (in check_fixture): forward rtol 1e-5 atol 1e-6, backward rtol 1e-4 atol 1e-5;
   // compared: out, h_n, c_n, and the gradients w.r.t. x, h0, c0 and every parameter.
-  for (const std::string name : {"lstm.json", "lstm_l3.json"}) {
+  for (const std::string name : {"lstm.json", "lstm_l3.json", "lstm_h21.json"}) {
     DYNAMIC_SECTION("fixture " << name) {
       const test::Fixture fx(name);
       const auto& meta = fx.meta();

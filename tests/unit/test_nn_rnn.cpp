@@ -153,7 +153,7 @@ TEST_CASE("RNN relu gradients match finite differences away from the kink", "[nn
 
 TEST_CASE("RNN matches torch.nn.RNN fixtures", "[nn][rnn][golden]") {
   // Tolerances (in check_fixture): forward rtol 1e-5 atol 1e-6, backward rtol 1e-4 atol 1e-5.
-  for (const std::string name : {"rnn_tanh.json", "rnn_relu.json"}) {
+  for (const std::string name : {"rnn_tanh.json", "rnn_relu.json", "rnn_tanh_h21.json"}) {
     DYNAMIC_SECTION("fixture " << name) {
       const test::Fixture fx(name);
       const auto& meta = fx.meta();
