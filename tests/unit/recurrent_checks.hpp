@@ -310,6 +310,33 @@ void check_hidden_grad_norms(const Make& make, std::size_t H = 5) {
   }
 }
 
+/// hidden_grad_norms scales exactly with dy over float's whole range: the backward is linear in dy,
+/// so dy·s gives s times the norms. At s = 1e-25 the elements of dL/dh_t are ~1e-25, whose float
+/// squares vanish; at s = 1e20 they are ~1e20, whose float squares overflow. hidden_size 21: SIMD
+/// batches and the scalar tail.
+template <class M, class Make>
+void check_hidden_grad_norms_range(const Make& make) {
+  Rng rng(23);
+  const std::size_t B = 2, T = 3, D = 4, H = 21, L = 2;
+  M m = make(D, H, L, rng);
+  const Tensor3 x = random3(B, T, D, rng), dy = random3(B, T, H, rng);
+  m.forward(x);
+  m.backward(dy);
+  const Tensor2 base = m.hidden_grad_norms();
+  for (const double s : {1e-25, 1e20}) {
+    const Tensor3 dys = dy * static_cast<float>(s);
+    m.backward(dys);
+    const Tensor2 norms = m.hidden_grad_norms();
+    for (std::size_t k = 0; k < L; ++k)
+      for (std::size_t t = 0; t < T; ++t) {
+        INFO("scale " << s << ", layer " << k << ", t = " << t << ": " << norms(k, t) << " against "
+                      << s * base(k, t));
+        CHECK(std::isfinite(norms(k, t)));
+        CHECK_THAT(norms(k, t), Catch::Matchers::WithinRel(s * base(k, t), 1e-5));
+      }
+  }
+}
+
 /// No state means zeros; a forward of another shape in between changes nothing; a second
 /// backward after the same forward adds the same gradient again.
 template <class M, class Make>

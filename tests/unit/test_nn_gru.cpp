@@ -97,6 +97,7 @@ TEST_CASE("GRU applies the reset gate after the hidden matmul", "[nn][gru]") {
 TEST_CASE("GRU hidden_grad_norms are the norms of the total gradient reaching h_t", "[nn][gru]") {
   test::check_hidden_grad_norms<GRU>(make_gru);
   test::check_hidden_grad_norms<GRU>(make_gru, 21);
+  test::check_hidden_grad_norms_range<GRU>(make_gru);
 }
 
 TEST_CASE("GRU forward is stateless across calls and backward adds into grads", "[nn][gru]") {

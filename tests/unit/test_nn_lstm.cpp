@@ -88,6 +88,7 @@ TEST_CASE("LSTM hidden_grad_norms are the norms of the total gradient reaching h
   // The recurrent part at h_t is dL/dh0 of the model restarted at t+1 from (h_t, c_t).
   test::check_hidden_grad_norms<LSTM>(make_lstm);
   test::check_hidden_grad_norms<LSTM>(make_lstm, 21);
+  test::check_hidden_grad_norms_range<LSTM>(make_lstm);
 }
 
 TEST_CASE("LSTM forward is stateless across calls and backward adds into grads", "[nn][lstm]") {

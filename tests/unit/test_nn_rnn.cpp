@@ -198,10 +198,12 @@ TEST_CASE("RNN hidden_grad_norms are the norms of the total gradient reaching h_
   SECTION("tanh") {
     test::check_hidden_grad_norms<RNN>(make_tanh);
     test::check_hidden_grad_norms<RNN>(make_tanh, 21);
+    test::check_hidden_grad_norms_range<RNN>(make_tanh);
   }
   SECTION("relu") {
     test::check_hidden_grad_norms<RNN>(make_relu);
     test::check_hidden_grad_norms<RNN>(make_relu, 21);
+    test::check_hidden_grad_norms_range<RNN>(make_relu);
   }
 }
 

@@ -8,7 +8,7 @@
 namespace seqlab {
 
 using detail::for_lanes;
-using detail::sum_over_lanes;
+using detail::sum_squares_over_lanes;
 using detail::vload;
 using detail::vsigmoid;
 using detail::vstore;
@@ -123,7 +123,7 @@ Tensor3 GRU::backward(const Tensor3& dy, const Tensor3* dh_n) {
         float* di = dgit + b * G;   // dL/d(W_i· x + b_i·), rows r, z, n
         float* dhh = dght + b * G;  // dL/d(W_h· h + b_h·), rows r, z, n
         const std::size_t o = b * H;
-        sq += sum_over_lanes(H, [&](auto lane, std::size_t j) {
+        sq += sum_squares_over_lanes(H, [&](auto lane, std::size_t j) {
           using V = decltype(lane);
           const V r_ = vload<V>(r + j), z_ = vload<V>(z + j), n_ = vload<V>(n + j);
           const V hp = vload<V>(hprev + o + j), dhj = vload<V>(dht + o + j);
@@ -149,7 +149,7 @@ Tensor3 GRU::backward(const Tensor3& dy, const Tensor3* dh_n) {
           vstore(db_h + 2 * H + j, vload<V>(db_h + 2 * H + j) + dan * r_);
           const V direct = dhj * z_;
           vstore(dprev + o + j, first_part ? direct : vload<V>(dprev + o + j) + direct);
-          return dhj * dhj;
+          return dhj;  // its square is summed in double
         });
       }
       record_grad_norm(kk, t, sq);

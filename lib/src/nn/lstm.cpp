@@ -8,7 +8,7 @@
 namespace seqlab {
 
 using detail::for_lanes;
-using detail::sum_over_lanes;
+using detail::sum_squares_over_lanes;
 using detail::vload;
 using detail::vsigmoid;
 using detail::vstore;
@@ -123,7 +123,7 @@ Tensor3 LSTM::backward(const Tensor3& dy, const LSTMState* dfinal) {
         const float* gr = gt + b * G;  // i, f, g, o
         float* dr = dgt + b * G;       // their pre-activation gradients
         const std::size_t o = b * H;
-        sq += sum_over_lanes(H, [&](auto lane, std::size_t j) {
+        sq += sum_squares_over_lanes(H, [&](auto lane, std::size_t j) {
           using V = decltype(lane);
           const V one(1.0f);
           const V i_ = vload<V>(gr + j), f_ = vload<V>(gr + H + j), g_ = vload<V>(gr + 2 * H + j);
@@ -144,7 +144,7 @@ Tensor3 LSTM::backward(const Tensor3& dy, const LSTMState* dfinal) {
           vstore(db + 2 * H + j, vload<V>(db + 2 * H + j) + dg_);
           vstore(db + 3 * H + j, vload<V>(db + 3 * H + j) + dout);
           vstore(dc + o + j, dcj * f_);  // dL/dc_{t-1} from this step
-          return dhj * dhj;
+          return dhj;  // its square is summed in double
         });
       }
       record_grad_norm(kk, t, sq);

@@ -48,17 +48,17 @@ inline void tanh_to(const float* src, float* dst, std::size_t n) {
 }
 
 // --- one kernel body for SIMD lanes and the scalar tail -----------------------------------------
-// The fused per-step loops of the GRU and LSTM are written once as a generic lambda over the value
-// type V (FBatch or float) and driven by for_lanes / sum_over_lanes: full batches of kLanes first,
-// then the scalar tail. vload / vstore / vsigmoid / vtanh overload on V; the float versions are the
-// same formulas as sigmoid1 and std::tanh above. Without xsimd support every element is scalar.
+// The fused per-step loops of the RNN, GRU and LSTM are written once as a generic lambda over the
+// value type V (FBatch or float) and driven by for_lanes / sum_squares_over_lanes: full batches of
+// kLanes first, then the scalar tail. vload / vstore / vsigmoid / vtanh overload on V; the float
+// versions are the same formulas as sigmoid1 and std::tanh above. Without xsimd support every
+// element is scalar.
 
 template <class V> inline V vload(const float* p);
 template <> inline float vload<float>(const float* p) { return *p; }
 inline void vstore(float* p, float v) { *p = v; }
 inline float vsigmoid(float z) { return sigmoid1(z); }
 inline float vtanh(float z) { return std::tanh(z); }
-inline float vsum(float v) { return v; }
 /// d where h > 0, else 0 (the ReLU's derivative applied from its output h).
 inline float vpass_if_positive(float h, float d) { return h > 0.0f ? d : 0.0f; }
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
@@ -69,7 +69,6 @@ inline FBatch vsigmoid(const FBatch& z) {
   return one / (one + xsimd::exp(-z));
 }
 inline FBatch vtanh(const FBatch& z) { return xsimd::tanh(z); }
-inline float vsum(const FBatch& v) { return xsimd::hadd(v); }
 inline FBatch vpass_if_positive(const FBatch& h, const FBatch& d) {
   return xsimd::select(h > FBatch(0.0f), d, FBatch(0.0f));
 }
@@ -86,18 +85,26 @@ inline void for_lanes(std::size_t n, Body&& body) {
   for (; j < n; ++j) body(0.0f, j);
 }
 
-/// for_lanes whose body returns a V; returns the sum of all lanes of all returns (float sums; used
-/// for the squared norms of one [H] row, which the callers accumulate in double).
+/// for_lanes whose body returns a V; returns Σ v² over every lane v of every return, each value
+/// converted to double before it is squared (the hidden-gradient norms: in float, the squares of
+/// values below ~1e-19 lose precision and below ~4e-23 vanish, and those above ~2e19 overflow).
 template <class Body>
-inline float sum_over_lanes(std::size_t n, Body&& body) {
-  float total = 0.0f;
+inline double sum_squares_over_lanes(std::size_t n, Body&& body) {
+  double total = 0.0;
   std::size_t j = 0;
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
-  FBatch acc(0.0f);
-  for (; j + kLanes <= n; j += kLanes) acc += body(FBatch(0.0f), j);
-  total = vsum(acc);
+  alignas(64) float v[kLanes];
+  double acc[kLanes] = {};
+  for (; j + kLanes <= n; j += kLanes) {
+    body(FBatch(0.0f), j).store_aligned(v);
+    for (std::size_t l = 0; l < kLanes; ++l) acc[l] += static_cast<double>(v[l]) * static_cast<double>(v[l]);
+  }
+  for (std::size_t l = 0; l < kLanes; ++l) total += acc[l];
 #endif
-  for (; j < n; ++j) total += body(0.0f, j);
+  for (; j < n; ++j) {
+    const double x = body(0.0f, j);
+    total += x * x;
+  }
   return total;
 }
 

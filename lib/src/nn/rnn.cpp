@@ -9,7 +9,7 @@
 namespace seqlab {
 
 using detail::relu_inplace;
-using detail::sum_over_lanes;
+using detail::sum_squares_over_lanes;
 using detail::tanh_to;
 using detail::vload;
 using detail::vpass_if_positive;
@@ -84,18 +84,18 @@ Tensor3 RNN::backward(const Tensor3& dy, const Tensor3* dh_n) {
     for (std::size_t t = T; t-- > 0;) {
       float* dht = dh + t * BH;  // total dL/dh_t (complete now: step t+1 has added its part)
       // h_t = act(pre_t): dpre_t = dh_t ⊙ act'(pre_t), act' from h_t (tanh' = 1 - h², relu' = [h > 0]);
-      // ‖dL/dh_t‖² is summed on the way (float per row of H, double over rows).
+      // ‖dL/dh_t‖² is summed on the way (in double).
       const float* ht = hs + (t + 1) * BH;
       double sq = 0.0;
-      // dpre = dh ⊙ act'; the step's Σ_b dpre into db, Σ dh² returned.
+      // dpre = dh ⊙ act'; the step's Σ_b dpre into db, Σ dh² (in double) returned.
       auto step_row = [&](float* d, const float* h, auto derivative) {
-        return sum_over_lanes(H, [&](auto lane, std::size_t j) {
+        return sum_squares_over_lanes(H, [&](auto lane, std::size_t j) {
           using V = decltype(lane);
           const V dhj = vload<V>(d + j);
           const V dpre = derivative(vload<V>(h + j), dhj);
           vstore(d + j, dpre);
           vstore(db + j, vload<V>(db + j) + dpre);
-          return dhj * dhj;
+          return dhj;  // its square is summed in double
         });
       };
       for (std::size_t b = 0; b < B; ++b) {

@@ -95,7 +95,7 @@ class RecurrentBase : public Module {
   /// dh0 [B, H] instead.
   void add_final_state_grad(std::size_t k, const Tensor3* dh_n, float* dh, float* dh0) const;
   /// hidden_grad_norms()(k, t) = sqrt(squared_norm), squared_norm = ‖dL/dh_t‖_F² of layer k, which
-  /// the layers sum inside their fused backward loops (float per row of H, double over rows).
+  /// the layers sum inside their fused backward loops (each element squared and summed in double).
   void record_grad_norm(std::size_t k, std::size_t t, double squared_norm);
   /// Zeroes and returns the bias-gradient sums [2, G] of one step of the layer about to be stepped
   /// back through: row 0 for Σ over the step's B rows of dgi (below), row 1 for Σ dgh (unused when
