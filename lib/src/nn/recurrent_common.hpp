@@ -25,19 +25,6 @@ using FBatch = xsimd::batch<float>;
 constexpr std::size_t kLanes = FBatch::size;
 #endif
 
-/// p[j] = σ(p[j]) = 1 / (1 + exp(-p[j])) for j < n. σ(±100) is exactly 1 / 0 in float.
-inline void sigmoid_inplace(float* p, std::size_t n) {
-  std::size_t j = 0;
-#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
-  const FBatch one(1.0f);
-  for (; j + kLanes <= n; j += kLanes) {
-    const FBatch z = FBatch::load_unaligned(p + j);
-    (one / (one + xsimd::exp(-z))).store_unaligned(p + j);
-  }
-#endif
-  for (; j < n; ++j) p[j] = sigmoid1(p[j]);
-}
-
 /// dst[j] = tanh(src[j]) for j < n (dst may equal src).
 inline void tanh_to(const float* src, float* dst, std::size_t n) {
   std::size_t j = 0;
@@ -57,6 +44,7 @@ inline void tanh_to(const float* src, float* dst, std::size_t n) {
 template <class V> inline V vload(const float* p);
 template <> inline float vload<float>(const float* p) { return *p; }
 inline void vstore(float* p, float v) { *p = v; }
+/// σ(z) = 1 / (1 + exp(-z)); σ(±100) is exactly 1 / 0 in float.
 inline float vsigmoid(float z) { return sigmoid1(z); }
 inline float vtanh(float z) { return std::tanh(z); }
 /// d where h > 0, else 0 (the ReLU's derivative applied from its output h).
