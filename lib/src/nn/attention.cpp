@@ -438,13 +438,16 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
       const float* P = probs_.data() + g * Tq * Tk;
       const float* dhead = dctx_merged.data() + b * Tq * D + i * dk;
       detail::head_gemm(false, true, Tq, Tk, dk, 1.0f, dhead, D, V.at(b, i), V.ld, 0.0f, G, Tk, panel);
-      detail::head_gemm(true, false, Tk, dk, Tq, 1.0f, P, Tk, dhead, D, 0.0f, dV.at(b, i), dV.ld, panel);
+      // The softmax's backward before dV: it reads P row by row, in order, which brings P (kept
+      // since the forward, so out of cache) in at the streaming rate; dV then reads P by columns
+      // from cache rather than from memory with a stride of Tk floats.
       for (std::size_t r = 0; r < Tq; ++r) {
         const float* p = P + r * Tk;
         float* gr = G + r * Tk;
         const float s = dot(p, gr, Tk);
         for (std::size_t j = 0; j < Tk; ++j) gr[j] = p[j] * (gr[j] - s);
       }
+      detail::head_gemm(true, false, Tk, dk, Tq, 1.0f, P, Tk, dhead, D, 0.0f, dV.at(b, i), dV.ld, panel);
       detail::head_gemm(false, false, Tq, dk, Tk, scale, G, Tk, K.at(b, i), K.ld, 0.0f, dQ.at(b, i), dQ.ld, panel);
       detail::head_gemm(true, false, Tk, dk, Tq, scale, G, Tk, Q.at(b, i), Q.ld, beta_k, dK.at(b, i), dK.ld,
                         panel);
