@@ -423,7 +423,8 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
   //   head = P V  ->  dP = dhead Vᵀ ([Tq, d_k] x [d_k, Tk]);  dV = Pᵀ dhead ([Tk, Tq] x [Tq, d_k]);
   //   P = softmax(S)  ->  dS = P ⊙ (dP − rowsum(dP ⊙ P)) (masked entries: P = 0 -> dS = 0);
   //   S = Q Kᵀ / √d_k  ->  dQ = dS K / √d_k;  dK = dSᵀ Q / √d_k.
-  // dhead is read in place from its columns of dctx_merged [B, Tq, D].
+  // dhead is read in place from its columns of dctx_merged [B, Tq, D]. Computed in the order dP,
+  // dS, dV, dQ, dK (dV reads only P and dhead; why it comes after dS: below).
   const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
   // Heads in parallel ranges as in the forward (for_head_ranges), one scratch per thread; each
   // head writes only its own columns of dproj (dK on dQ's columns with shared W_Q = W_K: the same
@@ -439,8 +440,9 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
       const float* dhead = dctx_merged.data() + b * Tq * D + i * dk;
       detail::head_gemm(false, true, Tq, Tk, dk, 1.0f, dhead, D, V.at(b, i), V.ld, 0.0f, G, Tk, panel);
       // The softmax's backward before dV: it reads P row by row, in order, which brings P (kept
-      // since the forward, so out of cache) in at the streaming rate; dV then reads P by columns
-      // from cache rather than from memory with a stride of Tk floats.
+      // since the forward, so out of cache) in at the streaming rate; dV = Pᵀ dhead then reads P
+      // from cache (six neighbouring floats of a row per step, moving down the rows Tk floats
+      // apart) rather than from memory at that stride.
       for (std::size_t r = 0; r < Tq; ++r) {
         const float* p = P + r * Tk;
         float* gr = G + r * Tk;

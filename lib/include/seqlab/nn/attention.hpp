@@ -26,7 +26,7 @@
 // only under RoPE are Q and K copied into contiguous [B, h, T, d_k] blocks to be rotated. Scores,
 // context and all their gradients are matrix products per head (a register-blocked kernel for
 // these small shapes, lib/src/nn/head_gemm.hpp, not OpenBLAS), run one head at a time (scores, softmax,
-// context written into its columns of the concatenation; in backward dP, dV, softmax backward,
+// context written into its columns of the concatenation; in backward dP, softmax backward, dV,
 // dQ, dK written into their columns of the projection gradient) so that the head's [Tq, Tk] block
 // is reused while in cache and dL/dP needs one [Tq, Tk] scratch, not [B, h, Tq, Tk]; the softmax
 // (with masks and ALiBi) and its backward are one pass per row. With a thread budget above 1
