@@ -7,8 +7,9 @@ For every experiment that ships experiments/<name>/configs/tiny.ini (a grid that
   1. determinism: two uninterrupted runs with the same seed and threads give byte-identical
      tables (every CSV the merge writes), except the columns meta.json lists as
      "nondeterministic_columns" (wall-clock times);
-  2. kills: a run is SIGKILLed at K random moments (default 4, from random.Random(S)), restarted
-     each time, then run to the end; after every kill each visible file in cells/ is a complete,
+  2. kills: a run is SIGKILLed at K random moments (default 4, from random.Random(S): kill j
+     once the restarted run has K_j whole cells, K_j sorted random draws from 0..N-1, plus a
+     random part of one cell's time), restarted each time, then run to the end; after every kill each visible file in cells/ is a complete,
      parseable JSON cell (never a partial file); the
      merged tables equal the uninterrupted run's (same rule as 1);
   3. full disk: the finished results are copied onto a small tmpfs, the rest of it is filled, and a
@@ -100,6 +101,15 @@ def cells_are_whole(out):
         except ValueError as e:
             return False, f"{f}: {e}"
     return True, n
+
+
+def count_whole(out):
+    """Visible (non-temporary) files in out/cells, 0 if there is none yet; read while a run writes."""
+    cells = os.path.join(out, "cells")
+    try:
+        return sum(1 for f in os.listdir(cells) if not f.startswith("."))
+    except FileNotFoundError:
+        return 0
 
 
 def mount_tmpfs(path, size):
@@ -304,6 +314,7 @@ def main():
             if not check(r.returncode == 0, f"{name}: tiny run exits 0 (stderr {r.stderr[-400:]})"):
                 continue
             ref_tables = tables(ref, name)
+            ref_cells = [f for f in os.listdir(os.path.join(ref, "cells")) if not f.startswith(".")]
             check(ref_tables, f"{name}: the merge wrote CSVs")
             again = os.path.join(tmp, "again")
             check(run(binary, again).returncode == 0, f"{name}: second run exits 0")
@@ -312,16 +323,31 @@ def main():
 
             killed = os.path.join(tmp, "killed")
             kills = 0
-            for _ in range(a.kills):
-                p = subprocess.Popen([binary, "--scale", "tiny", "--out", killed, "--quiet"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                time.sleep(rng.uniform(0.02, max(0.05, 0.9 * t_ref)))
-                if p.poll() is None:
-                    p.send_signal(signal.SIGKILL)
-                    kills += 1
-                p.wait()
+            # Kill j comes once the restarted run has brought the whole cells up to target j (K
+            # sorted draws from 0..N-1), plus a random part of one cell's time: the K kills fall at
+            # random moments spread over the run, inside cells and between them. (Kills at random
+            # times from each restart's start came after a short tiny run had finished, or all
+            # before its first cell.)
+            n_cells = len(ref_cells)
+            targets = sorted(rng.choice(range(max(1, n_cells))) for _ in range(a.kills))
+            per_cell = t_ref / max(1, n_cells)
+            progress = []  # whole cell files after each kill
+            for target in targets:
+                extra = rng.uniform(0.0, per_cell)
+                reached = []
+
+                def due():
+                    if not reached and count_whole(killed) >= target:
+                        reached.append(time.monotonic())
+                    return bool(reached) and time.monotonic() - reached[0] >= extra
+
+                landed, _ = run_until([binary, "--scale", "tiny", "--out", killed, "--quiet"], due)
+                kills += landed
                 whole, info = cells_are_whole(killed)
                 check(whole, f"{name}: after a kill every visible cell file is whole ({info})")
+                progress.append(str(info))
+            if a.kills > 0 and t_ref >= 0.5:  # a run this long is still going at the first kill
+                check(kills >= 1, f"{name}: at least one of {a.kills} kills landed (tiny run {t_ref:.2f} s)")
             r = run(binary, killed)
             check(r.returncode == 0, f"{name}: run after {kills} kills exits 0 (stderr {r.stderr[-400:]})")
             for f, text in ref_tables.items():
@@ -331,7 +357,7 @@ def main():
             disk_checks(binary, name, ref, tmp)
             if not a.no_checkpoints:
                 checkpoint_checks(binary, name, tmp)
-            print(f"reliability: {name}: tiny run {t_ref:.1f} s, {kills} kills landed, checks done")
+            print(f"reliability: {name}: tiny run {t_ref:.1f} s, {kills} kills landed (whole cells after each: {', '.join(progress)} of {len(ref_cells)}), checks done")
     if failures:
         print(f"reliability: {len(failures)} check(s) failed", file=sys.stderr)
         return 1

@@ -6,7 +6,8 @@ encoding, 3 seeds, with the analysis cells).
 Checks: every figure (PNG and PDF) and the similarity-table CSV are written; verdicts() returns
 well-formed rows with the verdicts the fixture's numbers imply (the 0.92/0.65/0.12/-0.06 claim
 fails, the dot product does not depend on p, the tiny models are inconclusive); a CSV without a
-column or a missing CSV makes the script exit 2 naming it, and verdicts() raise DataError.
+column or a missing CSV makes the script exit 2 naming it, and verdicts() raise DataError; a run
+whose encodings decide no claim still gets its figures (exit 0, a note), while verdicts() raise.
 """
 import csv
 import os
@@ -80,6 +81,35 @@ def main():
                 check(False, f"verdicts() accepted {table_name} without {column}")
             except st.DataError as e:
                 check(column in str(e), f"DataError does not name {column}: {e}")
+        # A run that decides no claim (copy only, rope and learned, no sinusoidal, no analysis
+        # cells: like a user's own encoding run against rope, README "Add a positional encoding"): the
+        # figures are written and the script exits 0 with a note; verdicts() still raises (a
+        # DataError, so the report refuses such a directory).
+        sub = fresh(FIXTURE, tmp, "no_claims")
+        for f in os.listdir(sub):
+            if not f.endswith(".csv"):
+                continue
+            path = os.path.join(sub, f)
+            with open(path, newline="") as fh:
+                rows = list(csv.reader(fh))
+            head = rows[0]
+            analysis = not {"variant", "seed"} <= set(head)
+            keep = [head] + ([] if analysis else
+                             [r for r in rows[1:] if r[head.index("task")] == "copy"
+                              and r[head.index("positional_encoding")] in ("rope", "learned")])
+            with open(path, "w", newline="") as fh:
+                csv.writer(fh, lineterminator="\n").writerows(keep)
+        r = run_script(SCRIPT, sub)
+        check(r.returncode == 0, f"no-claim run: exit {r.returncode}, {r.stderr!r}")
+        check("no rows to decide any claim" in r.stderr, f"no-claim run: no note on stderr: {r.stderr!r}")
+        check(os.path.isfile(os.path.join(sub, "figures", f"{NAME}_copy.png")), "no-claim run: no copy figure")
+        check(f"{NAME}_copy.png" in r.stdout, f"no-claim run: the figure is not listed: {r.stdout!r}")
+        try:
+            plot.verdicts(sub)
+            check(False, "verdicts() decided claims without their encodings")
+        except plot.NoClaimRows:
+            pass
+        check(issubclass(plot.NoClaimRows, st.DataError), "NoClaimRows is not a DataError")
         # A missing file.
         gone = fresh(FIXTURE, tmp, "gone")
         os.remove(plot.path_of(gone, "aliasing"))
