@@ -56,7 +56,9 @@ SEQLAB_REGISTER(model_registry(), "identity_body",
                              if (c.hidden_size != c.body_input_size())
                                throw ConfigError("hidden_size", std::to_string(c.hidden_size),
                                                  "equal to the body input width for identity_body");
-                           }});
+                           },
+                           {},    // validate_input: none
+                           {}});  // validate_head: none
 
 // An attention-side encoding without a new class: RoPE with another base (as LLaMA 3's 500000).
 SEQLAB_REGISTER(positional_encoding_registry(), "rope_base500k",
