@@ -107,6 +107,19 @@ def experiment_section(res, num, name):
     return meta, rows, figs
 
 
+def verdict_counts(rows):
+    """'2 hold, 1 fails, 1 inconclusive, 1 other' for verdicts() rows: holds, fails and
+    inconclusive counted, every other verdict (e.g. 'depends on the recurrent cell') as other."""
+    n = {k: sum(r["verdict"] == k for r in rows) for k in ("holds", "fails", "inconclusive")}
+    other = len(rows) - sum(n.values())
+    parts = [f"{n['holds']} hold" if n["holds"] != 1 else "1 holds",
+             f"{n['fails']} fail" if n["fails"] != 1 else "1 fails",
+             f"{n['inconclusive']} inconclusive"]
+    if other:
+        parts.append(f"{other} other (a conditional verdict)")
+    return ", ".join(parts)
+
+
 def render(res):
     sections = []
     metas = {}
@@ -145,6 +158,25 @@ def render(res):
         seeds = meta.get("config", {}).get("seeds", "?")
         out.append(f"| {name} | {scale_of(meta)} | {seeds} | {meta.get('cells_count', '?')} | "
                    f"`{commit}` | {meta.get('start_utc', '?')} – {meta.get('end_utc', '?')} |")
+    out.append("")
+
+    out.append("## Verdicts at a glance")
+    out.append("")
+    out.append("Each claim's sub-claims and their verdicts; what was measured, the paper's number and the "
+               "rule are in the next section.")
+    out.append("")
+    out.append("| # | sub-claim | verdict |")
+    out.append("|---|---|---|")
+    for num, name, claim, meta, rows, figs in sections:
+        if not meta:
+            out.append(f"| {num} | `{name}` not run | |")
+            continue
+        for r in rows:
+            out.append(f"| {num} | {md_cell(r['claim'])} | **{md_cell(r['verdict'])}** |")
+    out.append("")
+    for num, name, claim, meta, rows, figs in sections:
+        if meta:
+            out.append(f"- Claim {num} ({name}): {verdict_counts(rows)}.")
     out.append("")
 
     out.append("## Claims")

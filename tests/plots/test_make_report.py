@@ -57,15 +57,28 @@ def main():
         check(r.stdout.strip() == os.path.abspath(report_path), "make_report prints the report's path")
         text = open(report_path).read() if os.path.isfile(report_path) else ""
         check(not [f for f in os.listdir(res) if ".tmp." in f], "no temporary file left")
-        rows = [l for l in text.splitlines() if re.match(r"^\| \d \|", l)]
+        def section(title):
+            m = re.search(r"^## " + re.escape(title) + r"\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+            return m.group(1).splitlines() if m else []
+
+        claims_table = [l for l in section("Claims") if l.startswith("|") and not l.startswith("|---")][1:]
+        glance = [l for l in section("Verdicts at a glance") if l.startswith("|") and not l.startswith("|---")][1:]
+        check(claims_table and glance, "the report has the glance table and the claims table")
+        rows = [l for l in claims_table if re.match(r"^\| \d \|", l)]
         for num, name, _ in make_report.CLAIMS:
             mine = [l for l in rows if l.startswith(f"| {num} |")]
             check(len(mine) == 1, f"claim {num} has a first row in the claims table")
             if name in names:
                 claim_rows = [l for l in text.splitlines() if l.startswith(f"| {num} |")]
                 check(all("not run" not in l for l in claim_rows), f"claim {num} ({name}) is not 'not run'")
+                check(f"- Claim {num} ({name}): " in text, f"claim {num} has its verdict counts")
             else:
                 check(any("not run" in l for l in mine), f"claim {num} ({name}) without results is 'not run'")
+        # The glance table lists the claims table's sub-claims with the same verdicts, in order.
+        verdict_of = lambda l: re.findall(r"\*\*([^*]+)\*\*", l)  # noqa: E731
+        check([verdict_of(l) for l in glance if verdict_of(l)] == [verdict_of(l) for l in claims_table if verdict_of(l)
+                                                                    and "not run" not in verdict_of(l)],
+              "the glance table's verdicts are the claims table's, in order")
         verdict_cells = re.findall(r"\*\*([^*]+)\*\*", text)
         check(all(v == "not run" or v.startswith(VERDICTS) for v in verdict_cells),
               f"every verdict is one of {VERDICTS} or 'not run' (got {verdict_cells})")
