@@ -170,9 +170,9 @@ def plot_task(d, task, out_dir):
         ax.set_xticks(ticks)
         ax.set_xticklabels([str(t) for t in ticks], fontsize=7)
         ax.set_xlabel("evaluation length (tokens)")
-        dashed = any(v == "finetuned" for _, v, _ in lines_of(evals, task))
-        ax.set_title(f"{TASK_TITLE[task]}: {title}\n({note}" + ("; dashed: rope_pi after fine-tuning)" if dashed else ")"),
-                     fontsize=9)
+        dashed = "; dashed: rope_pi after fine-tuning" if any(
+            v == "finetuned" for _, v, _ in lines_of(evals, task)) else ""
+        ax.set_title(f"{TASK_TITLE[task]}: {title}\n({note}{dashed})", fontsize=9)
     axes[0].legend(fontsize=7, ncol=2, loc="best")
     return st.save(fig, out_dir, f"{NAME}_{task}")
 

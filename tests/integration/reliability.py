@@ -9,8 +9,8 @@ For every experiment that ships experiments/<name>/configs/tiny.ini (a grid that
      "nondeterministic_columns" (wall-clock times);
   2. kills: a run is SIGKILLed at K random moments (default 4, from random.Random(S): kill j
      once the restarted run has K_j whole cells, K_j sorted random draws from 0..N-1, plus a
-     random part of one cell's time), restarted each time, then run to the end; after every kill each visible file in cells/ is a complete,
-     parseable JSON cell (never a partial file); the
+     random part of one cell's time), restarted each time, then run to the end; after every kill
+     each visible file in cells/ is a complete, parseable JSON cell (never a partial file); the
      merged tables equal the uninterrupted run's (same rule as 1);
   3. full disk: the finished results are copied onto a small tmpfs, the rest of it is filled, and a
      --force rerun must exit 1 with a message naming the output path and the system error, with
@@ -314,7 +314,6 @@ def main():
             if not check(r.returncode == 0, f"{name}: tiny run exits 0 (stderr {r.stderr[-400:]})"):
                 continue
             ref_tables = tables(ref, name)
-            ref_cells = [f for f in os.listdir(os.path.join(ref, "cells")) if not f.startswith(".")]
             check(ref_tables, f"{name}: the merge wrote CSVs")
             again = os.path.join(tmp, "again")
             check(run(binary, again).returncode == 0, f"{name}: second run exits 0")
@@ -328,7 +327,7 @@ def main():
             # random moments spread over the run, inside cells and between them. (Kills at random
             # times from each restart's start came after a short tiny run had finished, or all
             # before its first cell.)
-            n_cells = len(ref_cells)
+            n_cells = count_whole(ref)
             targets = sorted(rng.choice(range(max(1, n_cells))) for _ in range(a.kills))
             per_cell = t_ref / max(1, n_cells)
             progress = []  # whole cell files after each kill
@@ -357,7 +356,7 @@ def main():
             disk_checks(binary, name, ref, tmp)
             if not a.no_checkpoints:
                 checkpoint_checks(binary, name, tmp)
-            print(f"reliability: {name}: tiny run {t_ref:.1f} s, {kills} kills landed (whole cells after each: {', '.join(progress)} of {len(ref_cells)}), checks done")
+            print(f"reliability: {name}: tiny run {t_ref:.1f} s, {kills} kills landed (whole cells after each: {', '.join(progress)} of {n_cells}), checks done")
     if failures:
         print(f"reliability: {len(failures)} check(s) failed", file=sys.stderr)
         return 1
