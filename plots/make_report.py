@@ -108,16 +108,11 @@ def experiment_section(res, num, name):
 
 
 def verdict_counts(rows):
-    """'2 hold, 1 fails, 1 inconclusive, 1 other' for verdicts() rows: holds, fails and
-    inconclusive counted, every other verdict (e.g. 'depends on the recurrent cell') as other."""
+    """'holds 2, fails 1, inconclusive 1, conditional 1' for verdicts() rows; conditional: any other
+    verdict (e.g. 'depends on the recurrent cell'), shown only when there is one."""
     n = {k: sum(r["verdict"] == k for r in rows) for k in ("holds", "fails", "inconclusive")}
-    other = len(rows) - sum(n.values())
-    parts = [f"{n['holds']} hold" if n["holds"] != 1 else "1 holds",
-             f"{n['fails']} fail" if n["fails"] != 1 else "1 fails",
-             f"{n['inconclusive']} inconclusive"]
-    if other:
-        parts.append(f"{other} other (a conditional verdict)")
-    return ", ".join(parts)
+    n["conditional"] = len(rows) - sum(n.values())
+    return ", ".join(f"{k} {v}" for k, v in n.items() if v or k != "conditional")
 
 
 def render(res):

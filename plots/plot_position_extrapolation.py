@@ -480,14 +480,9 @@ def verdicts(results_dir):
                 rule=f"holds if rope_pi after fine-tuning is better than rope at {R}x with disjoint 95% CIs, fails if "
                      "worse with disjoint CIs, else inconclusive (also with < 3 seeds or without fine-tuning)"))
     if not out:
-        raise NoClaimRows(f"{results_dir}: no rows to decide any claim (each claim compares built-in "
+        raise st.NoClaimRows(f"{results_dir}: no rows to decide any claim (each claim compares built-in "
                           "encodings: sinusoidal alone, rope against sinusoidal, rope_pi against rope)")
     return out
-
-
-class NoClaimRows(st.DataError):
-    """A well-formed table whose encodings decide none of the claims (e.g. rope and a custom
-    encoding only): fatal for the report, not for the figures."""
 
 
 def main(argv):
@@ -504,7 +499,7 @@ def main(argv):
         paths += plot_resolution(d, out_dir)
         try:
             verdicts(res)  # the same checks as the report, so a bad table fails here too
-        except NoClaimRows as e:
+        except st.NoClaimRows as e:
             print(f"note: {e}; figures only", file=sys.stderr)
     except st.DataError as e:
         st.fail(str(e))

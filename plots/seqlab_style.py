@@ -29,6 +29,12 @@ class DataError(Exception):
     """A missing or malformed CSV, column or value; the message names it."""
 
 
+class NoClaimRows(DataError):
+    """Well-formed tables whose rows decide none of the experiment's claims (e.g. a run of only
+    rope and a user's own encoding): fatal for the report, while a plot script still draws its
+    figures and prints a note."""
+
+
 def fail(msg):
     print("error: " + msg, file=sys.stderr)
     sys.exit(2)

@@ -107,9 +107,9 @@ def main():
         try:
             plot.verdicts(sub)
             check(False, "verdicts() decided claims without their encodings")
-        except plot.NoClaimRows:
+        except st.NoClaimRows:
             pass
-        check(issubclass(plot.NoClaimRows, st.DataError), "NoClaimRows is not a DataError")
+        check(issubclass(st.NoClaimRows, st.DataError), "NoClaimRows is not a DataError")
         # A missing file.
         gone = fresh(FIXTURE, tmp, "gone")
         os.remove(plot.path_of(gone, "aliasing"))
