@@ -107,6 +107,31 @@ fs::path write_ini(const fs::path& dir, const std::string& name, const std::stri
 
 }  // namespace
 
+TEST_CASE("a declared cross-key bound is checked for every cell before anything runs", "[experiment][run][options]") {
+  TempDir d;
+  ExperimentSpec spec = toy_spec();
+  spec.options.push_back(int_sweep("steps", {100, 300}, "updates", "updates").at_least(0).at_most(1000));
+  spec.options.push_back(
+      int_option("warmup_steps", 200, "updates", "warm-up").at_least(0).at_most(1000).at_most_key("steps"));
+  const fs::path out = d.path / "res";
+  const auto ini = write_ini(d.path, "c.ini", "n = 1\n").string();
+  g_calls = 0;
+  const auto r = run(spec, {"--config", ini, "--out", out.string(), "--quiet"});
+  CHECK(r.code == 2);
+  CHECK(r.err == "toy: error: warmup_steps: invalid value '200': expected an integer <= steps (100)\n");
+  CHECK(g_calls == 0);
+  CHECK_FALSE(fs::exists(out));
+  const auto ok = run(spec, {"--config", ini, "--out", out.string(), "--quiet", "--warmup_steps=100",
+                             "--list-cells"});
+  CHECK(ok.code == 0);
+
+  ExperimentSpec bad = toy_spec();
+  bad.options.push_back(int_option("w", 1, "1", "w").at_least(0).at_most(9).at_most_key("nonexistent"));
+  const auto b = run(bad, {"--config", ini, "--list-cells"});
+  CHECK(b.code == 1);
+  CHECK_THAT(b.err, Catch::Contains("must be another numeric key"));
+}
+
 TEST_CASE("a full run writes every cell then merges in grid order", "[experiment][run]") {
   TempDir d;
   const auto ini = write_ini(d.path, "c.ini", "# toy\nn = 2,1\nx = 1.5\nseeds = 2\n");
