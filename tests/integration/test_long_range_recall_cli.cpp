@@ -46,7 +46,7 @@ fs::path tiny_ini(const fs::path& dir) {
                       "model = rnn,lstm,gru,tcn,transformer_decoder\n"
                       "length = 8\nseeds = 1\nparam_budget = 0\nhidden_size = 4\nembedding_dim = 3\n"
                       "n_heads = 2\nd_ff_ratio = 2\ntransformer_layers = 2\nkernel_size = 2\n"
-                      "mqar_pairs = 1+2\nmqar_keys = 4\nmqar_values = 3\nprobe_symbols = 3\n"
+                      "mqar_pairs = 1 2\nmqar_keys = 4\nmqar_values = 3\nprobe_symbols = 3\n"
                       "probe_fillers = 2\ndistance_bins = 3\nbatch = 4\nsteps = 3\ntest_batch = 6\n"
                       "grad_batch = 2\nlog_every = 2\n";
   return p;
@@ -107,9 +107,11 @@ TEST_CASE("long_range_recall rejects bad input with exit 2 and writes nothing", 
       {{"--schedule=inverse_sqrt"}, {"warmup_steps", "inverse_sqrt"}},
       {{"--steps=10", "--warmup_steps=100"}, {"warmup_steps", "'100'", "<= steps (10)"}},
       // Keys checked by the experiment (task, budget and model combinations).
-      {{"--mqar_pairs=2,4"}, {"mqar_pairs", "'2,4'", "one value only"}},
-      {{"--mqar_pairs=2+x"}, {"mqar_pairs", "'2+x'", "'+'-separated list of distinct integers"}},
-      {{"--mqar_pairs=2+2"}, {"mqar_pairs", "'2+2'"}},
+      {{"--mqar_pairs=2,4"}, {"mqar_pairs", "'2,4'", "is not an integer"}},
+      {{"--mqar_pairs=2 x"}, {"mqar_pairs", "'2 x'", "'x' is not an integer",
+                              "space-separated list of distinct integers in [1, 100000]"}},
+      {{"--mqar_pairs=2 2"}, {"mqar_pairs", "'2 2'", "'2' is repeated"}},
+      {{"--mqar_pairs=none"}, {"mqar_pairs", "'none'"}},
       {{"--mqar_pairs=3"}, {"length", "'8'", "task = mqar", ">= 4 x the largest of mqar_pairs (12"}},
       {{"--mqar_keys=1"}, {"mqar_keys", "'1'", ">= the largest of mqar_pairs (2"}},
       {{"--param_budget=50"}, {"param_budget = 50", "allowed >="}},

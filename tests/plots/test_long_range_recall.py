@@ -3,7 +3,7 @@
 the merged CSVs and meta.json of a real tiny run of the long_range_recall binary: every task and
 model, length 8, 3 seeds, 150 updates of 8-unit models; command line in its meta.json, with the
 config file's keys task/model all, length 8, param_budget 0, hidden_size 4 (overridden to 8),
-embedding_dim 3, n_heads 2, d_ff_ratio 2, transformer_layers 2, kernel_size 2, mqar_pairs 1+2,
+embedding_dim 3, n_heads 2, d_ff_ratio 2, transformer_layers 2, kernel_size 2, mqar_pairs "1 2",
 mqar_keys 4, mqar_values 3, probe_symbols 3, probe_fillers 2, distance_bins 3, batch 4).
 
 Checks: the script exits 0 and writes every figure as PNG and PDF; verdicts() returns one

@@ -7,6 +7,8 @@
 //     key; unknown task names list the registered ones; a task registered by the test works.
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -17,6 +19,7 @@
 #include "seqlab/models/factory.hpp"
 #include "seqlab/nn/loss.hpp"
 #include "seqlab/tasks/copy_memory.hpp"
+#include "seqlab/tasks/distance_probe.hpp"
 #include "seqlab/tasks/mqar.hpp"
 #include "seqlab/tasks/task.hpp"
 
@@ -229,4 +232,67 @@ TEST_CASE("a task registered by the program works like a built-in", "[tasks][reg
   CHECK(b.tokens.shape() == std::array<std::size_t, 2>{3, 4});
   CHECK(equal(b.tokens, b.targets));
   CHECK(std::isfinite(one_forward_loss(*task, b)));
+}
+
+TEST_CASE("dependency tasks report how far back each scored target's evidence lies", "[tasks][registry][distances]") {
+  Rng rng(11);
+  SECTION("mqar: a query's distance is back to its key in the context") {
+    const auto t = make_task("mqar", TaskParams({{"seq_len", "16"}, {"n_pairs", "3"}, {"n_queries", "3"}}));
+    const TaskBatch b = t->sample(20, rng);
+    REQUIRE(b.distances.shape() == b.targets.shape());
+    std::size_t queries = 0;
+    for (std::size_t r = 0; r < 20; ++r)
+      for (std::size_t c = 0; c < 16; ++c) {
+        const int d = b.distances(r, c);
+        if (b.targets(r, c) == kIgnoreTarget) {
+          CHECK(d == 0);
+          continue;
+        }
+        ++queries;
+        REQUIRE(d >= 1);
+        REQUIRE(static_cast<int>(c) - d >= 0);
+        CHECK(b.tokens(r, c - d) == b.tokens(r, c));          // the queried key
+        CHECK(b.tokens(r, c - d + 1) == b.targets(r, c));     // followed by its value
+      }
+    CHECK(queries == 60);
+    CHECK(t->spec().dependent_baseline_accuracy == t->spec().baseline_accuracy);
+  }
+  SECTION("distance_probe: the symbol lies d back from the query; a fixed distance draws as sample_at") {
+    const auto t = make_task("distance_probe", TaskParams(std::map<std::string, std::string>{{"seq_len", "12"}}));
+    const TaskBatch b = t->sample(30, rng);
+    for (std::size_t r = 0; r < 30; ++r) {
+      const int d = b.distances(r, 11);
+      REQUIRE(d >= 1);
+      CHECK(b.tokens(r, 11 - d) == b.targets(r, 11));
+      for (std::size_t c = 0; c < 11; ++c) CHECK(b.distances(r, c) == 0);
+    }
+    const auto fixed = make_task("distance_probe",
+                                 TaskParams({{"seq_len", "12"}, {"min_distance", "4"}, {"max_distance", "4"}}));
+    Rng a(5), c(5);
+    const TaskBatch f = fixed->sample(8, a);
+    const TokenBatch ref = DistanceProbe(12, 8, 8).sample_at(8, 4, c);
+    CHECK(f.tokens == ref.inputs);
+    CHECK(f.targets == ref.targets);
+  }
+  SECTION("adding: the distance from the first marked value to the last step") {
+    const auto t = make_task("adding", TaskParams(std::map<std::string, std::string>{{"seq_len", "10"}}));
+    const TaskBatch b = t->sample(15, rng);
+    REQUIRE(b.distances.shape() == std::array<std::size_t, 2>{15, 1});
+    for (std::size_t r = 0; r < 15; ++r) {
+      std::size_t first = 10;
+      for (std::size_t c = 0; c < 10 && first == 10; ++c)
+        if (b.features(r, c, 1) == 1.0f) first = c;
+      CHECK(b.distances(r, 0) == static_cast<int>(9 - first));
+    }
+    CHECK(t->spec().dependent_baseline_loss == t->spec().baseline_loss);
+  }
+  SECTION("copy_memory: recall targets depend on the symbol T + n_memorize back, blanks on none") {
+    const auto t = make_task("copy_memory", TaskParams({{"T", "5"}, {"n_memorize", "3"}}));
+    const TaskBatch b = t->sample(4, rng);
+    for (std::size_t c = 0; c < b.targets.shape()[1]; ++c) {
+      CHECK(b.distances(0, c) == (c >= 8 ? 8 : 0));
+      if (c >= 8) CHECK(b.tokens(0, c - 8) == b.targets(0, c));
+    }
+    CHECK(t->spec().dependent_baseline_accuracy == CopyMemoryTask(5, 3).chance_recall_accuracy());
+  }
 }

@@ -77,12 +77,13 @@ std::vector<OptionSpec> key_specs(const ExperimentSpec& spec) {
 std::string help_text(const ExperimentSpec& spec, const std::vector<OptionSpec>& keys) {
   std::ostringstream h;
   h << "Usage: " << spec.name
-    << " [--scale tiny|quick|paper | --config FILE.ini] [--KEY=VALUE ...] [run options]\n\n";
+    << " [--scale tiny|quick|standard|paper | --config FILE.ini] [--KEY=VALUE ...] [run options]\n\n";
   if (!spec.description.empty()) h << spec.description << "\n\n";
   h << "Run options (command line only):\n"
        "  --help               this text\n"
-       "  --scale NAME         load <experiment dir>/configs/NAME.ini (tiny, quick or paper); default quick\n"
-       "                       when --config is not given\n"
+       "  --scale NAME         load <experiment dir>/configs/NAME.ini (tiny: tests; quick: the main job;\n"
+       "                       standard: decides the claim on one 2-core machine; paper: the anchor\n"
+       "                       papers' sizes, for a cluster); default quick when --config is not given\n"
        "  --config FILE.ini    load FILE.ini instead (lines `key = value`, '#' comments)\n"
        "  --list-cells         print the grid, one `index key=value ... seed=r` line per cell, and exit\n"
        "  --status             print one `index done|missing|partial|corrupt key=value ... seed=r`\n"

@@ -1,12 +1,15 @@
-// The training-phase glue of a cell: its schedule from the cell's keys and its checkpoint
-// options (experiment.hpp).
-#include "seqlab/experiment/experiment.hpp"
+// The training of a cell: its schedule from the cell's keys, its checkpoint options
+// (experiment.hpp) and the training phase (training.hpp).
+#include "seqlab/experiment/training.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <stdexcept>
+#include <utility>
 
 namespace seqlab::experiment {
 
@@ -71,6 +74,166 @@ seqlab::CheckpointOptions cell_checkpoint(const Cell& cell, const std::string& p
         };
       });
   return o;
+}
+
+void PhaseResult::check_test_loss(double test_loss) {
+  if (diverged || std::isfinite(test_loss)) return;
+  diverged = true;
+  diverged_step = steps_done;
+  diverged_reason = "non_finite_test_loss";
+  diverged_what = "test loss = " + format_real(test_loss);
+}
+
+TrainingPhase::TrainingPhase(const Cell& cell, CellOutput& out, Module* model, std::string name)
+    : cell_(cell), out_(out), model_(model), name_(std::move(name)),
+      final_window_loss_(std::numeric_limits<double>::quiet_NaN()) {
+  options_.checkpoint = cell_checkpoint(cell, name_, model, out);  // checks the name
+  options_.quiet = cell.quiet;
+  options_.label = name_ + " " + cell.label();
+  auto& st = options_.checkpoint.state;
+  st.add("phase.window_loss", window_loss_);
+  st.add("phase.window_norm", window_norm_);
+  st.add("phase.window_n", window_n_);
+  st.add("phase.final_window_loss", final_window_loss_);
+  st.add("phase.blowup_recent", recent_);
+  st.add("phase.blowup_sum", recent_sum_);
+}
+
+TrainingPhase& TrainingPhase::steps(int n) {
+  if (n < 0) throw std::invalid_argument("TrainingPhase::steps: " + std::to_string(n) + " < 0");
+  options_.steps = n;
+  return *this;
+}
+
+TrainingPhase& TrainingPhase::clip_norm(double c) {
+  options_.clip_norm = c;
+  return *this;
+}
+
+TrainingPhase& TrainingPhase::label(std::string l) {
+  options_.label = std::move(l);
+  return *this;
+}
+
+TrainingPhase& TrainingPhase::every(int every, WindowHook hook) {
+  if (every < 1) throw std::invalid_argument("TrainingPhase::every: " + std::to_string(every) + " < 1");
+  every_ = every;
+  hook_ = std::move(hook);
+  return *this;
+}
+
+TrainingPhase& TrainingPhase::curve(int every, std::string table, Row id) {
+  CellOutput* out = &out_;
+  return this->every(every, [out, table = std::move(table), id = std::move(id)](const TrainingWindow& w) {
+    out->add_row(Row(id)
+                     .add("step", w.step)
+                     .add("train_loss", w.mean_loss)
+                     .add("grad_norm", w.mean_grad_norm)
+                     .add("lr", w.lr),
+                 table);
+    return false;
+  });
+}
+
+TrainingPhase& TrainingPhase::on_step(std::function<void(const StepRecord&)> f) {
+  on_step_ = std::move(f);
+  return *this;
+}
+
+TrainingPhase& TrainingPhase::blowup(double threshold, std::size_t window) {
+  if (window < 1) throw std::invalid_argument("TrainingPhase::blowup: window = 0; must be >= 1");
+  blowup_threshold_ = threshold;
+  blowup_window_ = window;
+  return *this;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Thrown from the step callback to end train_loop after the update of `step`.
+struct StopAt {
+  int step;
+  bool blowup;
+  double loss;
+};
+
+}  // namespace
+
+PhaseResult TrainingPhase::run(const std::vector<Parameter*>& params, Optimizer& optim,
+                               const LrSchedule& schedule,
+                               const std::function<double(int step)>& loss_and_grad) {
+  PhaseResult r;
+  double hook_seconds = 0;
+  const auto t0 = Clock::now();
+  auto step_fn = [&](const StepRecord& rec) {
+    if (on_step_) on_step_(rec);
+    if (hook_) {
+      window_loss_ += rec.loss;
+      window_norm_ += rec.grad_norm;
+      ++window_n_;
+      const int done = rec.step + 1;
+      if (done % every_ == 0 || done == options_.steps) {
+        TrainingWindow w;
+        w.step = done;
+        w.updates = window_n_;
+        w.mean_loss = window_loss_ / window_n_;
+        w.mean_grad_norm = window_norm_ / window_n_;
+        w.lr = rec.lr;
+        w.train_time_s = seconds_since(t0) - hook_seconds;
+        final_window_loss_ = w.mean_loss;
+        window_loss_ = window_norm_ = 0;
+        window_n_ = 0;
+        const auto h0 = Clock::now();
+        if (model_) model_->eval();
+        const bool stop = hook_(w);
+        if (model_) model_->train();
+        hook_seconds += seconds_since(h0);
+        if (stop) throw StopAt{rec.step, false, rec.loss};
+      }
+    }
+    if (blowup_window_ > 0) {
+      recent_.push_back(rec.loss);
+      recent_sum_ += rec.loss;
+      if (recent_.size() > blowup_window_) {
+        recent_sum_ -= recent_.front();
+        recent_.pop_front();
+      }
+      if (recent_.size() == blowup_window_ &&
+          recent_sum_ / static_cast<double>(blowup_window_) > blowup_threshold_)
+        throw StopAt{rec.step, true, rec.loss};
+    }
+  };
+  if (model_) model_->train();
+  try {
+    const TrainResult tr = train_loop(options_, params, optim, schedule, loss_and_grad, step_fn);
+    r.diverged = tr.diverged;
+    r.diverged_step = tr.diverged_step;
+    r.diverged_reason = tr.diverged ? "non_finite" : "none";
+    r.diverged_what = tr.diverged_what;
+    r.steps_done = tr.steps_done;
+    r.last_loss = tr.last_loss;
+  } catch (const StopAt& stop) {
+    r.steps_done = stop.step + 1;  // that step's update was applied before the check
+    r.last_loss = stop.loss;
+    if (stop.blowup) {
+      r.diverged = true;
+      r.diverged_step = stop.step;
+      r.diverged_reason = "loss_blowup";
+      r.diverged_what = "mean loss of the last " + std::to_string(blowup_window_) + " updates > " +
+                        format_real(blowup_threshold_);
+    } else {
+      r.stopped_early = true;
+    }
+  }
+  r.train_time_s = seconds_since(t0) - hook_seconds;
+  if (window_n_ > 0) final_window_loss_ = window_loss_ / window_n_;  // ended mid-window
+  r.final_window_loss = final_window_loss_;
+  if (model_) model_->eval();
+  return r;
 }
 
 }  // namespace seqlab::experiment

@@ -141,8 +141,19 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
            // Memoryless predictor: exact on the T + n_memorize blank targets, guesses the recall.
            const double acc = (t->recall_start() + t->n_memorize() * t->chance_recall_accuracy()) /
                               double(t->seq_len());
-           return wrap(t, token_spec(t->vocab_size(), t->seq_len(), t->memoryless_loss(), acc),
-                       from_tokens);
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->memoryless_loss(), acc);
+           s.dependent_baseline_loss = t->memoryless_recall_loss();
+           s.dependent_baseline_accuracy = t->chance_recall_accuracy();
+           return wrap(t, s, [t](TokenBatch b) {
+             TaskBatch out = from_tokens(std::move(b));
+             // Recall target i (position recall_start + i) repeats input i: recall_start back.
+             const auto rs = static_cast<std::size_t>(t->recall_start());
+             out.distances = IndexTensor2::from_shape(out.targets.shape());
+             for (std::size_t r = 0; r < out.distances.shape()[0]; ++r)
+               for (std::size_t c = 0; c < out.distances.shape()[1]; ++c)
+                 out.distances(r, c) = c >= rs ? static_cast<std::int32_t>(rs) : 0;
+             return out;
+           });
          }});
   r.add("adding",
         {"adding problem (Bai et al. 2018 sec. 4): sum of the two marked values, MSE at the last "
@@ -157,13 +168,18 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
            s.target = "values";
            s.output_size = 1;
            s.head = "last_position";
-           s.baseline_loss = t->markerless_mse();
+           s.baseline_loss = s.dependent_baseline_loss = t->markerless_mse();
            s.baseline_accuracy = kNaN;
-           return wrap(t, s, [](AddingBatch b) {
+           return wrap(t, s, [t](AddingBatch b) {
              TaskBatch out;
              out.features = std::move(b.inputs);
-             out.values = Tensor3::from_shape({b.targets.shape()[0], 1, 1});
-             for (std::size_t i = 0; i < b.targets.shape()[0]; ++i) out.values(i, 0, 0) = b.targets(i, 0);
+             const std::size_t B = b.targets.shape()[0];
+             out.values = Tensor3::from_shape({B, 1, 1});
+             out.distances = IndexTensor2::from_shape({B, 1});
+             for (std::size_t i = 0; i < B; ++i) {
+               out.values(i, 0, 0) = b.targets(i, 0);
+               out.distances(i, 0) = t->dependency_distance(b.positions[i]);
+             }
              return out;
            });
          }});
@@ -178,9 +194,28 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
            auto t = std::make_shared<const MultiQueryAssociativeRecall>(
                p.get_int("seq_len"), p.get_int("n_pairs"), p.get_int("n_queries"),
                p.get_int("n_keys"), p.get_int("n_values"));
-           return wrap(t, token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(),
-                                     t->chance_accuracy()),
-                       from_tokens);
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy());
+           s.dependent_baseline_loss = s.baseline_loss;
+           s.dependent_baseline_accuracy = s.baseline_accuracy;
+           return wrap(t, s, [t](TokenBatch b) {
+             TaskBatch out = from_tokens(std::move(b));
+             // A query (a key at a scored position) depends on that key's position in the context
+             // [0, 2P) of key-value pairs.
+             const std::size_t B = out.tokens.shape()[0], S = out.tokens.shape()[1];
+             const auto P = static_cast<std::size_t>(t->n_pairs());
+             out.distances = IndexTensor2::from_shape({B, S});
+             out.distances.fill(0);
+             for (std::size_t r = 0; r < B; ++r)
+               for (std::size_t c = 0; c < S; ++c) {
+                 if (out.targets(r, c) == kIgnoreTarget) continue;
+                 for (std::size_t i = 0; i < P; ++i)
+                   if (out.tokens(r, 2 * i) == out.tokens(r, c)) {
+                     out.distances(r, c) = static_cast<std::int32_t>(c - 2 * i);
+                     break;
+                   }
+               }
+             return out;
+           });
          }});
   r.add("distance_probe",
         {"recall one symbol placed d tokens before the query, d uniform in [min, max]",
@@ -193,9 +228,18 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
            auto t = std::make_shared<const DistanceProbe>(
                p.get_int("seq_len"), p.get_int("n_symbols"), p.get_int("n_fillers"),
                p.get_int("min_distance"), p.get_int("max_distance"));
-           return make_task_from(
-               token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy()),
-               [t](std::size_t batch, Rng& rng) { return from_tokens(t->sample(batch, rng)); });
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy());
+           s.dependent_baseline_loss = s.baseline_loss;
+           s.dependent_baseline_accuracy = s.baseline_accuracy;
+           return make_task_from(s, [t](std::size_t batch, Rng& rng) {
+             std::vector<int> d;
+             TaskBatch out = from_tokens(t->sample(batch, rng, &d));
+             const std::size_t S = out.tokens.shape()[1];
+             out.distances = IndexTensor2::from_shape({batch, S});
+             out.distances.fill(0);
+             for (std::size_t r = 0; r < batch; ++r) out.distances(r, S - 1) = d[r];
+             return out;
+           });
          }});
   r.add("induction_copy",
         {"induction-style copy: predict the token that followed the earlier occurrence",

@@ -12,6 +12,10 @@
 //                       ignore_index) at positions that are not scored
 //   target "values":    values [B, T or 1, output_size] regression targets (MSE)
 //   padded tasks:       padding [B, T], 1 = padded (TransformerModel::set_padding); else empty
+//   dependency tasks:   distances [B, T or 1]: how far back each scored target's evidence lies
+//                       (TaskBatch::distances); else empty
+// eval_set(batch) views a batch for evaluate_chunked (train/metrics.hpp); slice_rows(batch, r0, n)
+// takes a range of its rows.
 // apply_task_spec(spec, cfg) sets the ModelConfig fields that must match (input, vocab_size,
 // input_size, output_size, head).
 //
@@ -49,6 +53,7 @@
 #include "seqlab/core/rng.hpp"
 #include "seqlab/core/tensor.hpp"
 #include "seqlab/models/model_config.hpp"
+#include "seqlab/train/metrics.hpp"
 
 namespace seqlab {
 
@@ -67,6 +72,10 @@ struct TaskSpec {
   /// target, or MSE) and accuracy (NaN where the task defines none, e.g. regression).
   double baseline_loss = std::numeric_limits<double>::quiet_NaN();
   double baseline_accuracy = std::numeric_limits<double>::quiet_NaN();
+  /// The same predictor on the dependent positions only (TaskBatch::distances > 0; e.g. copy
+  /// memory's recall positions): NaN for tasks that define no distances.
+  double dependent_baseline_loss = std::numeric_limits<double>::quiet_NaN();
+  double dependent_baseline_accuracy = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// One batch (file comment); the parts a task does not use are empty (size 0).
@@ -76,7 +85,22 @@ struct TaskBatch {
   IndexTensor2 targets;   // [B, T] or [B, 1]   target "classes" (kIgnoreTarget: not scored)
   Tensor3 values;         // [B, T or 1, O]     target "values"
   PaddingMask padding;    // [B, T] 1 = padded  padded tasks
+  /// [B, T] (or [B, 1] for a last_position head), tasks with a long-range dependency: for a scored
+  /// target, how many positions back the token it depends on lies (>= 1), 0 where the target
+  /// depends on no earlier token (copy memory's blank targets) or is not scored. Empty for tasks
+  /// that define none. Defined by copy_memory (T + n_memorize at every recall position), adding
+  /// (the distance from the first marked value to the last step), mqar (query position minus the
+  /// queried key's position) and distance_probe (the probe's distance).
+  IndexTensor2 distances;
 };
+
+/// Rows [r0, r0 + n) of every non-empty part of `b` (e.g. one chunk of a test set). Throws
+/// std::out_of_range if r0 + n exceeds the batch.
+TaskBatch slice_rows(const TaskBatch& b, std::size_t r0, std::size_t n);
+/// The number of sequences of `b` (the first dimension of its input), 0 for an empty batch.
+std::size_t batch_rows(const TaskBatch& b);
+/// Views of `b`'s non-empty parts for evaluate_chunked (train/metrics.hpp); `b` must outlive it.
+EvalSet eval_set(const TaskBatch& b);
 
 class Task {
  public:
