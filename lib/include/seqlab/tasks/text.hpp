@@ -59,6 +59,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "seqlab/core/rng.hpp"
