@@ -22,12 +22,14 @@
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
-# The one list of Debian 12 packages seqlab needs (build, tests, plots).
+# The one list of Debian 12 packages seqlab needs (build, tests, plots, and the King James Version
+# that the text task prepares as its default corpus).
 PACKAGES=(
   cmake ninja-build g++ git
   libopenblas-dev libxtensor-dev libxtensor-blas-dev libxsimd-dev
   libboost-program-options-dev libbenchmark-dev catch2 nlohmann-json3-dev
   python3 python3-numpy python3-matplotlib
+  bible-kjv bible-kjv-text
 )
 EXPERIMENTS=(parallel_speedup long_range_recall position_extrapolation norm_stability attention_ablations)
 # Experiments that time themselves run one cell at a time (cells in parallel would share the cores

@@ -85,9 +85,10 @@ double one_forward_loss(const Task& task, const TaskBatch& b) {
 TEST_CASE("the task registry lists the built-in tasks in order", "[tasks][registry]") {
   const std::vector<std::string> builtins{"copy_memory",    "adding",    "mqar",        "distance_probe",
                                           "induction_copy", "markov_lm", "previous_token",
-                                          "repeat_copy",    "majority",  "reverse",     "char_lm"};
+                                          "repeat_copy",    "majority",  "reverse",     "char_lm",
+                                          "text"};
   REQUIRE(task_names().size() == builtins.size() + 1);
-  CHECK(std::vector<std::string>(task_names().begin(), task_names().begin() + 11) == builtins);
+  CHECK(std::vector<std::string>(task_names().begin(), task_names().begin() + 12) == builtins);
   CHECK(task_names().back() == "echo");
   for (const auto& n : task_names()) {
     const TaskEntry& e = task_registry().get(n);
@@ -107,6 +108,7 @@ TEST_CASE("every built-in task samples batches that match its spec", "[tasks][re
     INFO(name);
     TaskParams p;
     if (name == "char_lm") p.set("text_file", text_file);
+    if (name == "text") p.set("corpus", text_file);
     const auto task = make_task(name, p);
     const TaskSpec s = task->spec();
     const std::size_t B = 6, T = s.seq_len;

@@ -22,6 +22,7 @@
 #include "seqlab/tasks/previous_token.hpp"
 #include "seqlab/tasks/repeat_copy.hpp"
 #include "seqlab/tasks/reverse.hpp"
+#include "seqlab/tasks/text.hpp"
 
 namespace seqlab {
 
@@ -346,6 +347,30 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
            return make_task_from(s, [c, min_len, max_len, which](std::size_t batch, Rng& rng) {
              return from_padded(c->sample(batch, min_len, max_len, which, rng));
            });
+         }});
+  r.add("text",
+        {"next-symbol language modelling on real text, char or byte level (Press et al. 2021); "
+         "default corpus the KJV from Debian (baseline: the smoothed train unigram)",
+         {{"corpus", "kjv", "kjv (the King James Version, split by book), a file, or a directory of "
+                              "train.txt, valid.txt, test.txt"},
+          {"unit", "char", "char (UTF-8 code points) | byte"},
+          {"seq_len", "64", "symbols per training window"},
+          {"valid_fraction", "0.05", "1: share of a corpus file for validation (kjv: by book)"},
+          {"test_fraction", "0.05", "1: share at the end of a corpus file for test (kjv: by book)"},
+          {"split", "train", "train | valid | test: the split windows are sampled from"}},
+         [](const TaskParams& p) {
+           TextCorpusOptions o;
+           o.corpus = p.get_string("corpus");
+           o.unit = parse_text_unit(p.get_string("unit"));
+           const TextSplit split = parse_text_split(p.get_string("split"));
+           const int seq_len = p.get_int("seq_len");
+           if (seq_len < 1) throw ConfigError("seq_len", std::to_string(seq_len), ">= 1");
+           // A fraction equal to its default counts as unset (the KJV takes none).
+           const double vf = p.get_real("valid_fraction"), tf = p.get_real("test_fraction");
+           if (vf != kDefaultSplitFraction) o.valid_fraction = vf;
+           if (tf != kDefaultSplitFraction) o.test_fraction = tf;
+           auto corpus = std::make_shared<const TextCorpus>(TextCorpus::open(o));
+           return std::make_unique<TextTask>(corpus, static_cast<std::size_t>(seq_len), split);
          }});
 }
 

@@ -34,6 +34,8 @@
 //   reverse         length=8 n_symbols=8                  ReverseTask::prefix_lm layout [B, 2n]
 //   char_lm         text_file=(required) test_fraction=0.1 min_len=32 max_len=64 split=train
 //                                                         CharCorpus windows, padded
+//   text            corpus=kjv unit=char seq_len=64 valid_fraction=0.05 test_fraction=0.05
+//                   split=train                           TextTask (tasks/text.hpp): KJV or a file
 //
 // Adding a task (README "Extending seqlab"): the task class (tasks/<name>.hpp + .cpp, a
 // deterministic sample(batch, rng)), and one registration line that wraps it:
