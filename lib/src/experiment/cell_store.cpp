@@ -5,20 +5,14 @@
 #include <cctype>
 #include <cstdio>
 
+#include "seqlab/core/hash.hpp"
 #include "seqlab/experiment/io.hpp"
 
 namespace fs = std::filesystem;
 
 namespace seqlab::experiment {
 
-std::uint64_t fnv1a64(const std::string& s) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
+std::uint64_t fnv1a64(const std::string& s) { return seqlab::fnv1a64(std::string_view(s)); }
 
 std::string cell_file_name(const Cell& cell, const std::string& experiment) {
   std::string label;
