@@ -577,8 +577,10 @@ def task_verdict(data, task):
                                                                 if lv.floor_name != "chance" else ""))
     plateaus = [f"{LABELS[m]} at length {', '.join(map(str, lv.plateau(m)))}" for m in RECURRENT
                 if m in data.models and lv.plateau(m)]
+    at_max = {m: next((x for x in lv.rows if x["model"] == m and x["length"] == Lmax), None) for m in data.models}
+    params = ", ".join(f"{LABELS[m]} {int(r['n_params'])}" for m, r in at_max.items() if r is not None)
     measured = (f"{metric_name} at length {int(Lmax)} (mean ± 95% CI over {len(data.seeds)} seeds; {floor_txt}): "
-                + ", ".join(parts_txt) + f". Skill (0 = baseline, 1 = perfect) at lengths "
+                + ", ".join(parts_txt) + f" (parameters {params})" + f". Skill (0 = baseline, 1 = perfect) at lengths "
                 + ", ".join(str(int(L)) for L in lv.lengths) + ": " + skill_txt
                 + (". Never left the initial plateau (final training loss within 5 % of the baseline): "
                    + "; ".join(plateaus) if plateaus else "")
