@@ -39,9 +39,6 @@ TASK_TITLES = {"copy_memory": "copy memory (Bai et al.)", "adding": "adding prob
 MODELS = ["rnn", "lstm", "gru", "tcn", "transformer_decoder"]
 LABELS = {"rnn": "RNN", "lstm": "LSTM", "gru": "GRU", "tcn": "TCN", "transformer_decoder": "Transformer"}
 RECURRENT = ["rnn", "lstm", "gru"]
-# Skill = fraction of the gap between the baseline and a perfect model that is closed:
-# (accuracy - baseline) / (1 - baseline), or 1 - MSE / baseline MSE for the adding problem.
-AT_BASELINE = 0.1  # mean skill below this: "at the baseline"
 
 MAIN_COLS = ["task", "model", "length", "seq_len", "seed", "n_params", "test_loss", "baseline_loss",
              "test_accuracy", "baseline_accuracy", "diverged", "final_train_loss", "train_time_s"]
@@ -104,6 +101,8 @@ class Data:
 
 
 def skill(task, value, baseline):
+    """The fraction of the gap between the baseline and a perfect model that is closed:
+    (accuracy − baseline) / (1 − baseline), or 1 − MSE / baseline MSE for the adding problem."""
     if task == "adding":
         return 1.0 - value / baseline if baseline > 0 else float("nan")
     return (value - baseline) / (1.0 - baseline) if baseline < 1 else float("nan")
@@ -463,9 +462,9 @@ class TaskLevels:
             if r["diverged"]:
                 v = 0.0
             elif task == "adding":
-                v = 1.0 - r["test_loss"] / r["baseline_loss"]
+                v = skill(task, r["test_loss"], r["baseline_loss"])
             else:
-                v = (r["test_accuracy"] - self.floor) / (1.0 - self.floor)
+                v = skill(task, r["test_accuracy"], self.floor)
             self.skill[(r["model"], r["length"])][int(r["seed"])] = v
         self.lengths = data.lengths(task)
 
