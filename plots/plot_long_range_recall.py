@@ -112,11 +112,12 @@ AGNOSTIC_LABEL = "sees the content, not the dependency (MQAR: key-agnostic; copy
 
 
 def mqar_pairs(data):
-    """meta.json's mqar_pairs as a list of P ('2+4' -> [2, 4]) and mqar_values, or (None, None)."""
+    """meta.json's mqar_pairs as a list of P ('2 4', or '2+4' as runs before the list keys wrote
+    it, -> [2, 4]) and mqar_values, or (None, None)."""
     cfg = data.meta.get("config", {}) if isinstance(data.meta, dict) else {}
     if "mqar_pairs" not in cfg or "mqar_values" not in cfg:
         return None, None
-    return [int(p) for p in str(cfg["mqar_pairs"]).split("+")], int(cfg["mqar_values"])
+    return [int(p) for p in str(cfg["mqar_pairs"]).replace("+", " ").split()], int(cfg["mqar_values"])
 
 
 def agnostic_levels(data, task, length):

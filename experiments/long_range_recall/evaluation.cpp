@@ -8,6 +8,7 @@
 
 #include "seqlab/core/rows.hpp"
 #include "seqlab/models/transformer_model.hpp"
+#include "seqlab/tasks/mqar.hpp"  // kIgnoreTarget
 #include "seqlab/train/metrics.hpp"
 
 namespace long_range_recall {
@@ -35,6 +36,24 @@ std::vector<int> probe_distances(int seq_len, int bins) {
     if (d.empty() || d.back() != v) d.push_back(v);
   }
   return d;
+}
+
+Baseline pooled_baseline(const TestSet& test, const std::vector<TaskSpec>& specs) {
+  double loss = 0, acc = 0, n_all = 0, n_dep = 0;
+  for (std::size_t k = 0; k < test.batches.size(); ++k) {
+    const TaskBatch& b = test.batches[k];
+    double all = 0, dep = 0;
+    for (std::size_t i = 0; i < b.distances.size(); ++i) {
+      const bool scored = b.targets.size() == 0 || b.targets.data()[i] != kIgnoreTarget;
+      all += scored ? 1 : 0;
+      dep += b.distances.data()[i] > 0 ? 1 : 0;
+    }
+    loss += all * specs[k].baseline_loss;
+    acc += dep * specs[k].dependent_baseline_accuracy;
+    n_all += all;
+    n_dep += dep;
+  }
+  return {loss / n_all, acc / n_dep};
 }
 
 Evaluation evaluate(SequenceModel& model, const TestSet& test, bool values) {
@@ -85,7 +104,13 @@ void add_grad_rows(CellOutput& out, const Row& id, const std::string& phase,
 /// probe use their exact distances; adding and mqar split [1, S-1] into `bins` equal integer
 /// ranges and report each range's midpoint.
 void add_distance_rows(CellOutput& out, const Row& id, const Cell& cell, const TaskSpec& spec,
+                       const TestSet& test, const std::vector<TaskSpec>& specs,
                        const std::vector<Item>& items) {
+  auto spec_of = [&](int group) -> const TaskSpec& {
+    for (std::size_t k = 0; k < test.groups.size(); ++k)
+      if (test.groups[k] == group) return specs[k];
+    return spec;
+  };
   const std::string task = cell.get_string("task");
   const bool exact = task == "copy_memory" || task == "distance_probe";
   std::vector<int> groups, ds;
@@ -124,8 +149,8 @@ void add_distance_rows(CellOutput& out, const Row& id, const Cell& cell, const T
                       .add("n_scored", n)
                       .add("accuracy", sc / double(n))
                       .add("loss", sl / double(n))
-                      .add("baseline_accuracy", spec.dependent_baseline_accuracy)
-                      .add("baseline_loss", spec.dependent_baseline_loss),
+                      .add("baseline_accuracy", spec_of(g).dependent_baseline_accuracy)
+                      .add("baseline_loss", spec_of(g).dependent_baseline_loss),
                   "distance");
     }
   }

@@ -48,13 +48,24 @@ struct Evaluation {
   bool solved = false;       // are all correct (adding: |error| < kAddingSolvedTol), if any
 };
 
+/// The baselines of a test set whose batch k comes from a task with spec specs[k] (tasks/task.hpp:
+/// the best predictor that ignores the dependency), pooled over the batches by their scored
+/// positions: loss over every scored position, accuracy over the dependent ones.
+struct Baseline {
+  double loss = 0;
+  double dependent_accuracy = 0;
+};
+Baseline pooled_baseline(const TestSet& test, const std::vector<seqlab::TaskSpec>& specs);
+
 /// Scores `model` (in eval mode) on every batch of `test`; `values`: a regression task.
 Evaluation evaluate(seqlab::SequenceModel& model, const TestSet& test, bool values);
 
 /// The grad_norms table: one row per position of ‖∂L/∂u_t‖ `g` for `phase` (init | trained).
 void add_grad_rows(CellOutput& out, const Row& id, const std::string& phase, const std::vector<double>& g);
-/// The distance table (README.md): items grouped by (group, distance bin).
+/// The distance table (README.md): items grouped by (group, distance bin); the baseline of a
+/// group is the dependent-position baseline of the task of its batches (specs as pooled_baseline).
 void add_distance_rows(CellOutput& out, const Row& id, const Cell& cell, const seqlab::TaskSpec& spec,
+                       const TestSet& test, const std::vector<seqlab::TaskSpec>& specs,
                        const std::vector<Item>& items);
 /// The attention table: last layer, every head, of a forward on the chosen test example (a
 /// TransformerModel only; nothing for the other families).

@@ -276,6 +276,11 @@ void run_cell(const Cell& cell, CellOutput& out) {
 
   const bool values = spec.target == "values";
   const Evaluation ev = evaluate(model, test, values);
+  // The baselines of the test set: each batch's task's, pooled by scored positions (mqar's P).
+  std::vector<TaskSpec> specs;
+  for (const auto& t : tasks) specs.push_back(t->spec());
+  if (cell.get_string("task") == "distance_probe") specs.assign(test.batches.size(), spec);
+  const Baseline base = pooled_baseline(test, specs);
   PhaseResult r = tr;
   r.check_test_loss(ev.test_loss);
   const std::vector<double> grad_trained = input_grad_norms(model, cell, *tasks.back());
@@ -298,16 +303,16 @@ void run_cell(const Cell& cell, CellOutput& out) {
                   .add("lr", cell.get_real("lr"))
                   .add("optimizer", cell.get_string("optimizer"))
                   .add("test_loss", ev.test_loss)
-                  .add("baseline_loss", spec.baseline_loss)
+                  .add("baseline_loss", base.loss)
                   .add("test_accuracy", ev.test_accuracy)
-                  .add("baseline_accuracy", spec.dependent_baseline_accuracy)
+                  .add("baseline_accuracy", base.dependent_accuracy)
                   .add("diverged", r.diverged ? 1 : 0)
                   .add("diverged_step", r.diverged_step)
                   .add("steps_done", r.steps_done)
                   .add("final_train_loss", r.final_window_loss)
                   .add("train_time_s", r.train_time_s)
                   .add("ms_per_step", r.steps_done > 0 ? 1000.0 * r.train_time_s / r.steps_done : kNaN));
-  add_distance_rows(out, id, cell, spec, ev.items);
+  add_distance_rows(out, id, cell, spec, test, specs, ev.items);
   add_grad_rows(out, id, "init", grad_init);
   add_grad_rows(out, id, "trained", grad_trained);
   if (cell.replicate == 0 && !r.diverged) add_attention_rows(out, id, model, test, ev);

@@ -139,12 +139,14 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
          [](const TaskParams& p) {
            auto t = std::make_shared<const CopyMemoryTask>(p.get_int("T"), p.get_int("n_memorize"),
                                                            p.get_int("n_symbols"));
-           // Memoryless predictor: exact on the T + n_memorize blank targets, guesses the recall.
-           const double acc = (t->recall_start() + t->n_memorize() * t->chance_recall_accuracy()) /
-                              double(t->seq_len());
-           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->memoryless_loss(), acc);
-           s.dependent_baseline_loss = t->memoryless_recall_loss();
-           s.dependent_baseline_accuracy = t->chance_recall_accuracy();
+           // The best predictor that ignores the order of the source symbols: exact on the
+           // T + n_memorize blank targets, the most frequent source symbol at every recall position
+           // (CopyMemoryTask::most_frequent_symbol_accuracy / _loss).
+           const double n = t->n_memorize(), S = t->seq_len();
+           const double acc = (t->recall_start() + n * t->most_frequent_symbol_accuracy()) / S;
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), n * t->most_frequent_symbol_loss() / S, acc);
+           s.dependent_baseline_loss = t->most_frequent_symbol_loss();
+           s.dependent_baseline_accuracy = t->most_frequent_symbol_accuracy();
            return wrap(t, s, [t](TokenBatch b) {
              TaskBatch out = from_tokens(std::move(b));
              // Recall target i (position recall_start + i) repeats input i: recall_start back.
@@ -195,7 +197,10 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
            auto t = std::make_shared<const MultiQueryAssociativeRecall>(
                p.get_int("seq_len"), p.get_int("n_pairs"), p.get_int("n_queries"),
                p.get_int("n_keys"), p.get_int("n_values"));
-           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy());
+           // The best predictor that ignores which key is queried: the most frequent value of the
+           // context (MultiQueryAssociativeRecall::key_agnostic_accuracy / _loss).
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->key_agnostic_loss(),
+                                   t->key_agnostic_accuracy());
            s.dependent_baseline_loss = s.baseline_loss;
            s.dependent_baseline_accuracy = s.baseline_accuracy;
            return wrap(t, s, [t](TokenBatch b) {

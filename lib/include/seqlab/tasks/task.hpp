@@ -69,9 +69,12 @@ struct TaskSpec {
   std::size_t output_size = 0;        // classes, or values per scored position
   std::string head = "per_position";  // "per_position" (targets [B, T]) | "last_position" ([B, 1])
   bool padded = false;                // batches carry a padding mask
-  /// The baseline each task documents: the best predictor that ignores what the task tests
-  /// (e.g. guessing the recalled symbol), on the scored positions: its mean loss (nats per scored
-  /// target, or MSE) and accuracy (NaN where the task defines none, e.g. regression).
+  /// The baseline each task documents: the best predictor that ignores what the task tests, on
+  /// the scored positions: its mean loss (nats per scored target, or MSE) and accuracy (NaN where
+  /// the task defines none, e.g. regression). copy_memory: the most frequent source symbol at
+  /// every recall position (it ignores their order); mqar: the most frequent value of the context
+  /// (it ignores which key is queried); adding: 2·mean of the values (it ignores the markers);
+  /// distance_probe: a uniform guess among the symbols.
   double baseline_loss = std::numeric_limits<double>::quiet_NaN();
   double baseline_accuracy = std::numeric_limits<double>::quiet_NaN();
   /// The same predictor on the dependent positions only (TaskBatch::distances > 0; e.g. copy
