@@ -3,7 +3,7 @@
 // Press et al. 2021 (exact windows and scored positions, hand-checked), the unigram baseline, the
 // report conversions, the checked split files, the errors that experiments turn into exit 2, and
 // the KJV prepared from Debian's `bible` (tests/golden/kjv_excerpt.txt without it; the real program
-// for the split constants and the numbers in README.md).
+// for the split constants and the numbers in lib/README.md).
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
@@ -843,9 +843,9 @@ TEST_CASE("two processes preparing the KJV at once both succeed", "[tasks][text]
   CHECK(files == 3);
 }
 
-TEST_CASE("README states the KJV's split sizes, vocabulary and unigram baseline as computed", "[tasks][text][kjv]") {
+TEST_CASE("lib/README.md states the KJV's split sizes, vocabulary and unigram baseline as computed", "[tasks][text][kjv]") {
   seqlab::test::TempDir dir("seqlab_text_readme");
-  const std::string readme = read_file(std::string(SEQLAB_SOURCE_DIR) + "/README.md");
+  const std::string readme = read_file(std::string(SEQLAB_SOURCE_DIR) + "/lib/README.md");
   const std::string title = "## Real text: the KJV corpus and --corpus";
   const auto at = readme.find("\n" + title + "\n");
   REQUIRE(at != std::string::npos);
@@ -885,7 +885,7 @@ TEST_CASE("README states the KJV's split sizes, vocabulary and unigram baseline 
                        fixed(100.0 * c.unigram_accuracy(s), 1) + " % |");
   }
   for (const auto& line : expected) {
-    INFO("README.md section '" << title << "' should contain: " << line);
+    INFO("lib/README.md section '" << title << "' should contain: " << line);
     CHECK(section.find(line) != std::string::npos);
   }
 }
