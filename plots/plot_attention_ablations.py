@@ -46,7 +46,7 @@ ARCH_LABEL = {"encoder": "encoder-only", "decoder": "decoder-only", "encoder_dec
 TASK_SHORT = {"prev_token": "prev. token", "mqar": "MQAR", "induction": "induction", "majority": "majority",
               "reverse": "reverse", "lm": "Markov LM"}
 ARCH_SHORT = {"encoder": "enc", "decoder": "dec", "encoder_decoder": "enc-dec"}
-# The architecture each task is claimed to suit (issue 9: encoder-only understanding,
+# The architecture each task is claimed to suit (encoder-only understanding,
 # decoder-only generation, encoder-decoder transduction).
 CLAIMED_ARCH = {"majority": "encoder", "lm": "decoder", "reverse": "encoder_decoder"}
 ACC_MARGIN = 0.02    # accuracy points below which a difference counts as none

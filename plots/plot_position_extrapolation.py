@@ -116,7 +116,7 @@ def series(evals, task, enc, variant, bucket, column):
 
 def encoding_order(rows):
     """The built-in encodings in their fixed order, then any other encoding present in rows (one a
-    user registered: README "Extending seqlab"), sorted by name."""
+    user registered: lib/README.md "Extending seqlab"), sorted by name."""
     return ENCODINGS + sorted({r["positional_encoding"] for r in rows} - set(ENCODINGS))
 
 

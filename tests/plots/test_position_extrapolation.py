@@ -121,7 +121,7 @@ def main():
             except st.DataError as e:
                 check(column in str(e), f"DataError does not name {column}: {e}")
         # A run that decides no claim (copy only, rope and learned, no sinusoidal, no analysis
-        # cells: like a user's own encoding run against rope, README "Add a positional encoding"): the
+        # cells: like a user's own encoding run against rope, lib/README.md "Add a positional encoding"): the
         # figures are written and the script exits 0 with a note; verdicts() still raises (a
         # DataError, so the report refuses such a directory).
         sub = fresh(FIXTURE, tmp, "no_claims")
