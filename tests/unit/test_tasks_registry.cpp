@@ -4,10 +4,12 @@
 //     deterministic given the rng state, equal the wrapped task class's own samples, and train a
 //     model built from apply_task_spec (one forward + loss is finite);
 //   - parameters: overrides, unknown keys, malformed values and bad values are errors naming the
-//     key; unknown task names list the registered ones; a task registered by the test works.
+//     key; unknown task names list the registered ones; a task registered by the test works;
+//   - mqar with min_len: padded rows of lengths in [min_len, seq_len] drawn in the documented order.
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <set>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "temp_dir.hpp"
+#include "seqlab/core/rows.hpp"
 #include "seqlab/models/factory.hpp"
 #include "seqlab/nn/loss.hpp"
 #include "seqlab/tasks/copy_memory.hpp"
@@ -296,5 +299,66 @@ TEST_CASE("dependency tasks report how far back each scored target's evidence li
       if (c >= 8) CHECK(b.tokens(0, c - 8) == b.targets(0, c));
     }
     CHECK(t->spec().dependent_baseline_accuracy == CopyMemoryTask(5, 3).chance_recall_accuracy());
+  }
+}
+
+TEST_CASE("mqar with min_len draws padded rows of lengths in [min_len, seq_len]", "[tasks][registry][padded]") {
+  const TaskParams p({{"seq_len", "20"}, {"n_pairs", "2"}, {"n_queries", "2"}, {"n_keys", "6"},
+                      {"n_values", "5"}, {"min_len", "9"}});
+  const auto t = make_task("mqar", p);
+  const TaskSpec s = t->spec();
+  CHECK(s.padded);
+  CHECK(s.seq_len == 20);
+  CHECK(s.vocab_size == 12);
+  CHECK(s.baseline_accuracy == 1.0 / 5);  // as without min_len: the same predictor
+  CHECK(s.baseline_loss == std::log(5.0));
+  Rng a(3), replay(3);
+  const TaskBatch b = t->sample(40, a);
+  REQUIRE(b.padding.shape() == std::array<std::size_t, 2>{40, 20});
+  std::set<std::size_t> lengths;
+  for (std::size_t r = 0; r < 40; ++r) {
+    INFO("row " << r);
+    // The documented draw order: the row's length, then one row of MQAR at that length.
+    const auto len = static_cast<std::size_t>(9 + replay.uniform_int(std::uint64_t{12}));
+    const TokenBatch ref = MultiQueryAssociativeRecall(static_cast<int>(len), 2, 2, 6, 5).sample(1, replay);
+    lengths.insert(len);
+    for (std::size_t c = 0; c < 20; ++c) {
+      CHECK(b.padding(r, c) == (c >= len ? 1 : 0));
+      CHECK(b.tokens(r, c) == (c < len ? ref.inputs(0, c) : 0));
+      CHECK(b.targets(r, c) == (c < len ? ref.targets(0, c) : kIgnoreTarget));
+      if (b.targets(r, c) == kIgnoreTarget) {
+        CHECK(b.distances(r, c) == 0);
+      } else {
+        const int d = b.distances(r, c);
+        REQUIRE(d >= 1);
+        CHECK(b.tokens(r, c - d) == b.tokens(r, c));       // the queried key
+        CHECK(b.tokens(r, c - d + 1) == b.targets(r, c));  // followed by its value
+      }
+    }
+  }
+  CHECK(lengths.size() > 6);  // 12 possible lengths over 40 rows
+  CHECK(*lengths.begin() >= 9);
+  CHECK(*lengths.rbegin() <= 20);
+  // min_len = seq_len: every row full length, nothing padded; the length draw still happens.
+  Rng c(4), d(4);
+  const TaskBatch full = make_task("mqar", TaskParams({{"seq_len", "12"}, {"n_pairs", "2"}, {"n_queries", "2"},
+                                                       {"min_len", "12"}}))->sample(3, c);
+  for (auto v : full.padding) CHECK(v == 0);
+  d.uniform_int(std::uint64_t{1});
+  const IndexTensor2 first = slice_rows(full.tokens, 0, 1);
+  const TokenBatch ref = MultiQueryAssociativeRecall(12, 2, 2, 16, 16).sample(1, d);
+  CHECK(first == ref.inputs);
+  // min_len outside [2P + 2Q, seq_len] names the key.
+  for (const char* bad : {"7", "21", "-1"}) {
+    TaskParams q = p;
+    q.set("min_len", bad);
+    INFO(bad);
+    try {
+      make_task("mqar", q);
+      FAIL("no error");
+    } catch (const ConfigError& e) {
+      CHECK(e.key() == "min_len");
+      CHECK_THAT(e.what(), Catch::Contains("[2 * n_pairs + 2 * n_queries = 8, seq_len = 20]"));
+    }
   }
 }

@@ -19,6 +19,7 @@
 #include "seqlab/tasks/majority.hpp"
 #include "seqlab/tasks/markov_lm.hpp"
 #include "seqlab/tasks/mqar.hpp"
+#include "seqlab/tasks/padded_tokens.hpp"
 #include "seqlab/tasks/previous_token.hpp"
 #include "seqlab/tasks/repeat_copy.hpp"
 #include "seqlab/tasks/reverse.hpp"
@@ -120,6 +121,49 @@ TaskSpec token_spec(int vocab, int seq_len, double loss, double accuracy, int ou
   return s;
 }
 
+// MQAR's dependency distances: a query (a key at a scored position) depends on that key's
+// position in the context [0, 2P) of key-value pairs; 0 elsewhere.
+IndexTensor2 mqar_distances(const TaskBatch& b, std::size_t P) {
+  const std::size_t B = b.tokens.shape()[0], S = b.tokens.shape()[1];
+  IndexTensor2 d = IndexTensor2::from_shape({B, S});
+  d.fill(0);
+  for (std::size_t r = 0; r < B; ++r)
+    for (std::size_t c = 0; c < S; ++c) {
+      if (b.targets(r, c) == kIgnoreTarget) continue;
+      for (std::size_t i = 0; i < P; ++i)
+        if (b.tokens(r, 2 * i) == b.tokens(r, c)) {
+          d(r, c) = static_cast<std::int32_t>(c - 2 * i);
+          break;
+        }
+    }
+  return d;
+}
+
+// MQAR rows of lengths in [min_len, seq_len], right-padded to seq_len with the blank 0 (mqar's
+// min_len >= 1): per row, its length min_len + uniform_int(seq_len - min_len + 1) (drawn also when
+// the range holds one length), then MultiQueryAssociativeRecall(length, ...).sample(1, rng).
+PaddedTokenBatch mqar_padded(std::size_t batch, int min_len, int seq_len, int P, int Q, int K,
+                             int V, Rng& rng) {
+  const auto W = static_cast<std::size_t>(seq_len);
+  PaddedTokenBatch out{IndexTensor2::from_shape({batch, W}), IndexTensor2::from_shape({batch, W}),
+                       PaddingMask::from_shape({batch, W}), std::vector<std::size_t>(batch)};
+  out.inputs.fill(MultiQueryAssociativeRecall::blank());
+  out.targets.fill(kIgnoreTarget);
+  out.padding.fill(1);
+  for (std::size_t b = 0; b < batch; ++b) {
+    const std::size_t len = static_cast<std::size_t>(min_len) +
+        static_cast<std::size_t>(rng.uniform_int(static_cast<std::uint64_t>(seq_len - min_len + 1)));
+    const TokenBatch row = MultiQueryAssociativeRecall(static_cast<int>(len), P, Q, K, V).sample(1, rng);
+    for (std::size_t t = 0; t < len; ++t) {
+      out.inputs(b, t) = row.inputs(0, t);
+      out.targets(b, t) = row.targets(0, t);
+      out.padding(b, t) = 0;
+    }
+    out.lengths[b] = len;
+  }
+  return out;
+}
+
 // Wraps a task object whose sample(batch, rng) returns TokenBatch or PaddedTokenBatch.
 template <class T, class Convert>
 std::unique_ptr<Task> wrap(std::shared_ptr<const T> task, TaskSpec spec, Convert convert) {
@@ -192,7 +236,10 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
           {"n_pairs", "8", "key-value pairs"},
           {"n_queries", "8", "queries per row"},
           {"n_keys", "16", "key vocabulary"},
-          {"n_values", "16", "value vocabulary"}},
+          {"n_values", "16", "value vocabulary"},
+          {"min_len", "0",
+           "tokens: 0 = every row seq_len long; else rows of lengths uniform in [min_len, seq_len], "
+           "right-padded (a padded task)"}},
          [](const TaskParams& p) {
            auto t = std::make_shared<const MultiQueryAssociativeRecall>(
                p.get_int("seq_len"), p.get_int("n_pairs"), p.get_int("n_queries"),
@@ -203,23 +250,24 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
                                    t->key_agnostic_accuracy());
            s.dependent_baseline_loss = s.baseline_loss;
            s.dependent_baseline_accuracy = s.baseline_accuracy;
-           return wrap(t, s, [t](TokenBatch b) {
-             TaskBatch out = from_tokens(std::move(b));
-             // A query (a key at a scored position) depends on that key's position in the context
-             // [0, 2P) of key-value pairs.
-             const std::size_t B = out.tokens.shape()[0], S = out.tokens.shape()[1];
-             const auto P = static_cast<std::size_t>(t->n_pairs());
-             out.distances = IndexTensor2::from_shape({B, S});
-             out.distances.fill(0);
-             for (std::size_t r = 0; r < B; ++r)
-               for (std::size_t c = 0; c < S; ++c) {
-                 if (out.targets(r, c) == kIgnoreTarget) continue;
-                 for (std::size_t i = 0; i < P; ++i)
-                   if (out.tokens(r, 2 * i) == out.tokens(r, c)) {
-                     out.distances(r, c) = static_cast<std::int32_t>(c - 2 * i);
-                     break;
-                   }
-               }
+           const auto P = static_cast<std::size_t>(t->n_pairs());
+           const int min_len = p.get_int("min_len");
+           if (min_len == 0)
+             return wrap(t, s, [P](TokenBatch b) {
+               TaskBatch out = from_tokens(std::move(b));
+               out.distances = mqar_distances(out, P);
+               return out;
+             });
+           const int need = 2 * t->n_pairs() + 2 * t->n_queries();
+           if (min_len < need || min_len > t->seq_len())
+             throw ConfigError("min_len", std::to_string(min_len),
+                               "0 or an integer in [2 * n_pairs + 2 * n_queries = " + std::to_string(need) +
+                                   ", seq_len = " + std::to_string(t->seq_len()) + "]");
+           s.padded = true;
+           return make_task_from(s, [t, min_len, P](std::size_t batch, Rng& rng) {
+             TaskBatch out = from_padded(mqar_padded(batch, min_len, t->seq_len(), t->n_pairs(),
+                                                     t->n_queries(), t->n_keys(), t->n_values(), rng));
+             out.distances = mqar_distances(out, P);
              return out;
            });
          }});

@@ -22,8 +22,11 @@
 // Built-in tasks, in this order (lib/src/tasks/task_registry.cpp), parameters with defaults:
 //   copy_memory     T=50 n_memorize=10 n_symbols=8       CopyMemoryTask (Bai et al. 2018 sec. 4)
 //   adding          seq_len=50                            AddingProblem (values, last_position)
-//   mqar            seq_len=64 n_pairs=8 n_queries=8 n_keys=16 n_values=16
-//                                                         MultiQueryAssociativeRecall (Zoology)
+//   mqar            seq_len=64 n_pairs=8 n_queries=8 n_keys=16 n_values=16 min_len=0
+//                                                         MultiQueryAssociativeRecall (Zoology);
+//                                                         min_len >= 1: padded, rows of lengths
+//                                                         uniform in [min_len, seq_len] (each
+//                                                         row's length drawn before its tokens)
 //   distance_probe  seq_len=32 n_symbols=8 n_fillers=8 min_distance=1 max_distance=0
 //   induction_copy  prefix_len=16 copy_len=8 vocab_size=32
 //   markov_lm       seq_len=64 vocab_size=16 order=2 branching=2 grammar_seed=1
