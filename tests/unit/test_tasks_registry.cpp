@@ -171,9 +171,12 @@ TEST_CASE("a registered task is the wrapped class with its defaults", "[tasks][r
   const TaskSpec s = task->spec();
   CHECK(s.seq_len == 70);
   CHECK(s.vocab_size == 10);
-  CHECK(s.baseline_loss == Approx(direct.memoryless_loss()));
-  // Memoryless accuracy: exact on the 60 blank targets, 1/8 on the 10 recall targets.
-  CHECK(s.baseline_accuracy == Approx((60 + 10 / 8.0) / 70.0));
+  // The predictor that ignores the symbols' order: exact on the 60 blank targets, the most
+  // frequent source symbol on the 10 recall targets.
+  CHECK(s.baseline_loss == Approx(10 * direct.most_frequent_symbol_loss() / 70.0));
+  CHECK(s.baseline_accuracy == Approx((60 + 10 * direct.most_frequent_symbol_accuracy()) / 70.0));
+  CHECK(s.dependent_baseline_accuracy == Approx(direct.most_frequent_symbol_accuracy()));
+  CHECK(s.dependent_baseline_accuracy > direct.chance_recall_accuracy());
 
   TaskParams p;
   p.set("T", "5");
@@ -298,7 +301,7 @@ TEST_CASE("dependency tasks report how far back each scored target's evidence li
       CHECK(b.distances(0, c) == (c >= 8 ? 8 : 0));
       if (c >= 8) CHECK(b.tokens(0, c - 8) == b.targets(0, c));
     }
-    CHECK(t->spec().dependent_baseline_accuracy == CopyMemoryTask(5, 3).chance_recall_accuracy());
+    CHECK(t->spec().dependent_baseline_accuracy == CopyMemoryTask(5, 3).most_frequent_symbol_accuracy());
   }
 }
 
@@ -310,8 +313,11 @@ TEST_CASE("mqar with min_len draws padded rows of lengths in [min_len, seq_len]"
   CHECK(s.padded);
   CHECK(s.seq_len == 20);
   CHECK(s.vocab_size == 12);
-  CHECK(s.baseline_accuracy == 1.0 / 5);  // as without min_len: the same predictor
-  CHECK(s.baseline_loss == std::log(5.0));
+  // As without min_len: the same key-agnostic predictor (the most frequent context value).
+  const MultiQueryAssociativeRecall direct(20, 2, 2, 6, 5);
+  CHECK(s.baseline_accuracy == direct.key_agnostic_accuracy());
+  CHECK(s.baseline_loss == direct.key_agnostic_loss());
+  CHECK(s.baseline_accuracy == Approx(0.6));  // P = 2 over 5 values: E[max count] / P = (6/5) / 2
   Rng a(3), replay(3);
   const TaskBatch b = t->sample(40, a);
   REQUIRE(b.padding.shape() == std::array<std::size_t, 2>{40, 20});
