@@ -18,10 +18,12 @@
 //   decoder          "transformer_decoder", num_layers causal layers (GPT block)
 //   encoder_decoder  "transformer_encoder_decoder", num_layers / 2 encoder + num_layers / 2
 //                    decoder layers, the width shrunk and d_ff adjusted so that count_parameters
-//                    matches the decoder-only model's at d_model (choose_model)
+//                    matches the decoder-only model's at d_model (choose_model, arms.hpp)
+// Data: task-registry tasks laid out per architecture (ArmTask, arms.hpp); measurements: loss,
+// accuracy, exact match and the attention diagnostics (evaluation.hpp); training: one
+// TrainingPhase (experiment/training.hpp) whose window hook evaluates the fixed eval set.
 // Legend: B batch, T seq_len, V vocabulary, D d_model, h n_heads, L num_layers, O output classes.
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -266,7 +268,10 @@ int main(int argc, char** argv) {
       real_option("clip_norm", 1, "1", "max global gradient norm; 0 disables clipping").at_least(0),
       string_option("schedule", "constant", "learning-rate schedule")
           .one_of({"constant", "cosine", "inverse_sqrt"}),
-      int_option("warmup_steps", 20, "updates", "linear warm-up length").at_least(0).at_most(1e9),
+      int_option("warmup_steps", 20, "updates", "linear warm-up length")
+          .at_least(0)
+          .at_most(1e9)
+          .at_most_key("steps"),
       int_option("eval_every", 25, "updates", "updates between evaluations on the eval set")
           .at_least(1)
           .at_most(1e9),
