@@ -5,7 +5,9 @@
 //     model built from apply_task_spec (one forward + loss is finite);
 //   - parameters: overrides, unknown keys, malformed values and bad values are errors naming the
 //     key; unknown task names list the registered ones; a task registered by the test works;
-//   - mqar with min_len: padded rows of lengths in [min_len, seq_len] drawn in the documented order.
+//   - mqar with min_len: padded rows of lengths in [min_len, seq_len] drawn in the documented order;
+//   - reverse in its three layouts (encoder-decoder batches with decoder_tokens), markov_lm with a
+//     64-bit grammar seed, and the ceilings (best_accuracy, optimal_loss) the entries state.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -23,7 +25,9 @@
 #include "seqlab/nn/loss.hpp"
 #include "seqlab/tasks/copy_memory.hpp"
 #include "seqlab/tasks/distance_probe.hpp"
+#include "seqlab/tasks/markov_lm.hpp"
 #include "seqlab/tasks/mqar.hpp"
+#include "seqlab/tasks/reverse.hpp"
 #include "seqlab/tasks/task.hpp"
 
 using namespace seqlab;
@@ -367,4 +371,88 @@ TEST_CASE("mqar with min_len draws padded rows of lengths in [min_len, seq_len]"
       CHECK_THAT(e.what(), Catch::Contains("[2 * n_pairs + 2 * n_queries = 8, seq_len = 20]"));
     }
   }
+}
+
+TEST_CASE("reverse comes in the prefix LM, tagging and seq2seq layouts of ReverseTask", "[tasks][registry]") {
+  const ReverseTask direct(4, 5);
+  auto layout = [](const char* l) {
+    return make_task("reverse", TaskParams({{"length", "4"}, {"n_symbols", "5"}, {"layout", l}}));
+  };
+  Rng r0(9);
+  const TransductionBatch pair = direct.sample(3, r0);
+  SECTION("prefix_lm (the default): [x, sep, y_<n-1], the target half scored") {
+    const auto t = make_task("reverse", TaskParams({{"length", "4"}, {"n_symbols", "5"}}));
+    Rng rng(9);
+    const TaskBatch b = t->sample(3, rng);
+    const TokenBatch ref = direct.prefix_lm(pair);
+    CHECK(b.tokens == ref.inputs);
+    CHECK(b.targets == ref.targets);
+    CHECK(b.decoder_tokens.size() == 0);
+    CHECK(t->spec().seq_len == 8);
+    CHECK(t->spec().decoder_len == 0);
+  }
+  SECTION("tagging: x -> y position by position") {
+    const auto t = layout("tagging");
+    Rng rng(9);
+    const TaskBatch b = t->sample(3, rng);
+    CHECK(b.tokens == pair.source);
+    CHECK(b.targets == pair.target);
+    CHECK(b.decoder_tokens.size() == 0);
+    CHECK(t->spec().seq_len == 4);
+    CHECK(t->spec().decoder_len == 0);
+  }
+  SECTION("seq2seq: source x, decoder input [bos, y_<n-1], targets y") {
+    const auto t = layout("seq2seq");
+    Rng rng(9);
+    const TaskBatch b = t->sample(3, rng);
+    CHECK(b.tokens == pair.source);
+    CHECK(b.decoder_tokens == direct.decoder_input(pair));
+    CHECK(b.targets == pair.target);
+    const TaskSpec s = t->spec();
+    CHECK(s.seq_len == 4);
+    CHECK(s.decoder_len == 4);
+    const TaskBatch part = slice_rows(b, 1, 2);
+    CHECK(part.decoder_tokens(0, 1) == b.decoder_tokens(1, 1));
+    CHECK(eval_set(b).decoder_tokens == &b.decoder_tokens);
+  }
+  // Every layout: the separator / bos is input only; the head predicts the 5 symbols.
+  for (const char* l : {"prefix_lm", "tagging", "seq2seq"}) {
+    const TaskSpec s = layout(l)->spec();
+    CHECK(s.vocab_size == 6);
+    CHECK(s.output_size == 5);
+  }
+  CHECK_THROWS_WITH(layout("lm"), "layout = 'lm': allowed one of prefix_lm, tagging, seq2seq");
+}
+
+TEST_CASE("markov_lm takes any 64-bit grammar seed and states its Bayes ceiling", "[tasks][registry]") {
+  const std::uint64_t seed = 18446744073709551557ull;  // above 2^63
+  const auto t = make_task("markov_lm", TaskParams({{"seq_len", "12"}, {"vocab_size", "6"},
+                                                    {"branching", "3"},
+                                                    {"grammar_seed", std::to_string(seed)}}));
+  const MarkovLanguageTask direct(12, 6, 2, 3, seed);
+  Rng r1(4), r2(4);
+  const TaskBatch b = t->sample(5, r1);
+  const TokenBatch d = direct.sample(5, r2);
+  CHECK(b.tokens == d.inputs);
+  CHECK(b.targets == d.targets);
+  CHECK(t->spec().best_accuracy == direct.bayes_accuracy());
+  CHECK(t->spec().optimal_loss == direct.optimal_loss());
+  CHECK(t->spec().best_accuracy == Approx(4.0 / 7.0));
+  for (const char* bad : {"-1", "18446744073709551616", "7x", " 7"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(make_task("markov_lm", TaskParams(std::map<std::string, std::string>{{"grammar_seed", bad}})),
+                      std::string("grammar_seed = '") + bad +
+                          "': allowed an integer in [0, 18446744073709551615]");
+  }
+}
+
+TEST_CASE("tasks with exact targets state a ceiling of accuracy 1 and loss 0", "[tasks][registry]") {
+  for (const char* name : {"mqar", "induction_copy", "previous_token", "majority", "reverse"}) {
+    INFO(name);
+    const TaskSpec s = make_task(name)->spec();
+    CHECK(s.best_accuracy == 1.0);
+    CHECK(s.optimal_loss == 0.0);
+  }
+  // Entries that state none leave NaN.
+  CHECK(std::isnan(make_task("adding")->spec().best_accuracy));
 }

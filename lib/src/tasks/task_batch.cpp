@@ -19,6 +19,7 @@ EvalSet eval_set(const TaskBatch& b) {
   if (b.targets.size() > 0) e.targets = &b.targets;
   if (b.values.size() > 0) e.values = &b.values;
   if (b.padding.size() > 0) e.padding = &b.padding;
+  if (b.decoder_tokens.size() > 0) e.decoder_tokens = &b.decoder_tokens;
   return e;
 }
 
@@ -30,6 +31,7 @@ TaskBatch slice_rows(const TaskBatch& b, std::size_t r0, std::size_t n) {
   if (b.values.size() > 0) out.values = slice_rows(b.values, r0, n);
   if (b.padding.size() > 0) out.padding = slice_rows(b.padding, r0, n);
   if (b.distances.size() > 0) out.distances = slice_rows(b.distances, r0, n);
+  if (b.decoder_tokens.size() > 0) out.decoder_tokens = slice_rows(b.decoder_tokens, r0, n);
   return out;
 }
 

@@ -90,6 +90,17 @@ double TaskParams::get_real(const std::string& key) const {
   return v;
 }
 
+std::uint64_t TaskParams::get_uint64(const std::string& key) const {
+  const std::string& text = get_string(key);
+  errno = 0;
+  char* end = nullptr;
+  const bool digits = text[0] >= '0' && text[0] <= '9';  // strtoull would wrap a leading '-'
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (!digits || errno != 0 || *end != '\0')
+    throw ConfigError(key, "'" + text + "'", "an integer in [0, 18446744073709551615]");
+  return static_cast<std::uint64_t>(v);
+}
+
 // --- built-in tasks ---------------------------------------------------------------------------------
 
 namespace {
@@ -162,6 +173,12 @@ PaddedTokenBatch mqar_padded(std::size_t batch, int min_len, int seq_len, int P,
     out.lengths[b] = len;
   }
   return out;
+}
+
+// Tasks whose every scored target is a function of the inputs: the best predictor is exact.
+void set_exact_ceiling(TaskSpec& s) {
+  s.best_accuracy = 1.0;
+  s.optimal_loss = 0.0;
 }
 
 // Wraps a task object whose sample(batch, rng) returns TokenBatch or PaddedTokenBatch.
@@ -250,6 +267,7 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
                                    t->key_agnostic_accuracy());
            s.dependent_baseline_loss = s.baseline_loss;
            s.dependent_baseline_accuracy = s.baseline_accuracy;
+           set_exact_ceiling(s);
            const auto P = static_cast<std::size_t>(t->n_pairs());
            const int min_len = p.get_int("min_len");
            if (min_len == 0)
@@ -301,9 +319,9 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
          [](const TaskParams& p) {
            auto t = std::make_shared<const InductionCopyTask>(
                p.get_int("prefix_len"), p.get_int("copy_len"), p.get_int("vocab_size"));
-           return wrap(t, token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(),
-                                     t->chance_accuracy()),
-                       from_tokens);
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy());
+           set_exact_ceiling(s);
+           return wrap(t, s, from_tokens);
          }});
   r.add("markov_lm",
         {"next-token prediction on a random order-k Markov grammar (baseline: uniform guess)",
@@ -311,16 +329,15 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
           {"vocab_size", "16", "tokens"},
           {"order", "2", "tokens of context"},
           {"branching", "2", "successors per context"},
-          {"grammar_seed", "1", "seed of the grammar"}},
+          {"grammar_seed", "1", "seed of the grammar, in [0, 2^64)"}},
          [](const TaskParams& p) {
-           const int seed = p.get_int("grammar_seed");
-           if (seed < 0) throw ConfigError("grammar_seed", std::to_string(seed), ">= 0");
            auto t = std::make_shared<const MarkovLanguageTask>(
                p.get_int("seq_len"), p.get_int("vocab_size"), p.get_int("order"),
-               p.get_int("branching"), static_cast<std::uint64_t>(seed));
-           return wrap(t, token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(),
-                                     t->chance_accuracy()),
-                       from_tokens);
+               p.get_int("branching"), p.get_uint64("grammar_seed"));
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy());
+           s.best_accuracy = t->bayes_accuracy();
+           s.optimal_loss = t->optimal_loss();
+           return wrap(t, s, from_tokens);
          }});
   r.add("previous_token",
         {"output the token lag positions earlier",
@@ -328,9 +345,9 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
          [](const TaskParams& p) {
            auto t = std::make_shared<const PreviousTokenTask>(
                p.get_int("seq_len"), p.get_int("vocab_size"), p.get_int("lag"));
-           return wrap(t, token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(),
-                                     t->chance_accuracy()),
-                       from_tokens);
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy());
+           set_exact_ceiling(s);
+           return wrap(t, s, from_tokens);
          }});
   r.add("repeat_copy",
         {"repeat n symbols after a separator, rows right-padded (Kazemnejad et al. 2023 sec. 4)",
@@ -357,6 +374,7 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
                                    t->chance_accuracy(), t->n_classes());
            s.head = "last_position";
            s.padded = true;
+           set_exact_ceiling(s);
            return wrap(t, s, [](PaddedClassificationBatch b) {
              TaskBatch out;
              out.tokens = std::move(b.inputs);
@@ -367,15 +385,31 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
            });
          }});
   r.add("reverse",
-        {"sequence reversal as a prefix LM: [x, sep, y] with y = reversed x scored",
-         {{"length", "8", "tokens"}, {"n_symbols", "8", "symbols"}},
+        {"sequence reversal y = reversed x, in ReverseTask's layouts: prefix LM [x, sep, y] with y "
+         "scored (decoder-only), tagging x -> y (encoder-only), seq2seq (encoder-decoder)",
+         {{"length", "8", "tokens"},
+          {"n_symbols", "8", "symbols"},
+          {"layout", "prefix_lm", "prefix_lm | tagging | seq2seq"}},
          [](const TaskParams& p) {
+           const std::string& layout = p.get_string("layout");
+           if (layout != "prefix_lm" && layout != "tagging" && layout != "seq2seq")
+             throw ConfigError("layout", "'" + layout + "'", "one of prefix_lm, tagging, seq2seq");
            auto t = std::make_shared<const ReverseTask>(p.get_int("length"), p.get_int("n_symbols"));
-           return make_task_from(
-               token_spec(t->vocab_size(), 2 * t->length(), t->chance_loss(), t->chance_accuracy()),
-               [t](std::size_t batch, Rng& rng) {
-                 return from_tokens(t->prefix_lm(t->sample(batch, rng)));
-               });
+           const int n = t->length();
+           // The separator / bos is an input only: the head predicts the n_symbols symbols.
+           TaskSpec s = token_spec(t->vocab_size(), layout == "prefix_lm" ? 2 * n : n,
+                                   t->chance_loss(), t->chance_accuracy(), t->n_symbols());
+           if (layout == "seq2seq") s.decoder_len = static_cast<std::size_t>(n);
+           set_exact_ceiling(s);
+           return make_task_from(s, [t, layout](std::size_t batch, Rng& rng) {
+             TransductionBatch pair = t->sample(batch, rng);
+             if (layout == "prefix_lm") return from_tokens(t->prefix_lm(pair));
+             TaskBatch out;
+             if (layout == "seq2seq") out.decoder_tokens = t->decoder_input(pair);
+             out.tokens = std::move(pair.source);
+             out.targets = std::move(pair.target);
+             return out;
+           });
          }});
   r.add("char_lm",
         {"next-byte prediction on windows of a text file (baseline: unigram, no accuracy)",

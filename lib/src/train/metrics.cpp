@@ -6,6 +6,7 @@
 #include <string>
 
 #include "seqlab/core/rows.hpp"
+#include "seqlab/models/encoder_decoder_model.hpp"
 #include "seqlab/models/transformer_model.hpp"
 
 namespace seqlab {
@@ -37,21 +38,26 @@ void score_classes(CrossEntropyLoss& ce, const Tensor2& logits, const IndexTenso
 
 namespace {
 
-// Sets a TransformerModel's key-padding mask for one forward and clears it after.
+// Sets a TransformerModel's key-padding mask (an EncoderDecoderModel's source padding) for one
+// forward and clears it after.
 class PaddingScope {
  public:
   PaddingScope(SequenceModel& model, const PaddingMask& padding)
-      : tm_(padding.size() > 0 ? dynamic_cast<TransformerModel*>(&model) : nullptr) {
+      : tm_(padding.size() > 0 ? dynamic_cast<TransformerModel*>(&model) : nullptr),
+        ed_(padding.size() > 0 ? dynamic_cast<EncoderDecoderModel*>(&model) : nullptr) {
     if (tm_) tm_->set_padding(&padding);
+    if (ed_) ed_->set_padding(&padding, nullptr);
   }
   ~PaddingScope() {
     if (tm_) tm_->set_padding(nullptr);
+    if (ed_) ed_->set_padding(nullptr, nullptr);
   }
   PaddingScope(const PaddingScope&) = delete;
   PaddingScope& operator=(const PaddingScope&) = delete;
 
  private:
   TransformerModel* tm_;
+  EncoderDecoderModel* ed_;
 };
 
 }  // namespace
@@ -64,6 +70,10 @@ void evaluate_chunked(SequenceModel& model, const EvalSet& test, std::size_t chu
   if (tokens == features || classes == values)
     throw std::invalid_argument("evaluate_chunked: the test set needs exactly one input (tokens or "
                                 "features) and one target (targets or values)");
+  auto* ed = test.decoder_tokens ? dynamic_cast<EncoderDecoderModel*>(&model) : nullptr;
+  if (test.decoder_tokens && (!tokens || !ed))
+    throw std::invalid_argument("evaluate_chunked: decoder_tokens need token input and an "
+                                "EncoderDecoderModel");
   const std::size_t n = tokens ? test.tokens->shape()[0] : test.features->shape()[0];
   CrossEntropyLoss ce;
   for (std::size_t b0 = 0; b0 < n; b0 += chunk) {
@@ -72,8 +82,11 @@ void evaluate_chunked(SequenceModel& model, const EvalSet& test, std::size_t chu
     {
       const PaddingMask mask = test.padding ? slice_rows(*test.padding, b0, nb) : PaddingMask();
       const PaddingScope scope(model, mask);
-      out = tokens ? model.forward(slice_rows(*test.tokens, b0, nb))
-                   : model.forward(slice_rows(*test.features, b0, nb));
+      if (ed)
+        out = ed->forward(slice_rows(*test.tokens, b0, nb), slice_rows(*test.decoder_tokens, b0, nb));
+      else
+        out = tokens ? model.forward(slice_rows(*test.tokens, b0, nb))
+                     : model.forward(slice_rows(*test.features, b0, nb));
     }
     if (classes) {
       const IndexTensor2 y = slice_rows(*test.targets, b0, nb);

@@ -12,6 +12,9 @@
 //                       ignore_index) at positions that are not scored
 //   target "values":    values [B, T or 1, output_size] regression targets (MSE)
 //   padded tasks:       padding [B, T], 1 = padded (TransformerModel::set_padding); else empty
+//   encoder-decoder:    tokens [B, S] is the source, decoder_tokens [B, T'] the decoder's input
+//                       (teacher forcing: the target shifted right after a bos token), targets
+//                       [B, T'] (EncoderDecoderModel::forward(src, tgt_in)); else empty
 //   dependency tasks:   distances [B, T or 1]: how far back each scored target's evidence lies
 //                       (TaskBatch::distances); else empty
 // eval_set(batch) views a batch for evaluate_chunked (train/metrics.hpp); slice_rows(batch, r0, n)
@@ -29,12 +32,16 @@
 //                                                         row's length drawn before its tokens)
 //   distance_probe  seq_len=32 n_symbols=8 n_fillers=8 min_distance=1 max_distance=0
 //   induction_copy  prefix_len=16 copy_len=8 vocab_size=32
-//   markov_lm       seq_len=64 vocab_size=16 order=2 branching=2 grammar_seed=1
+//   markov_lm       seq_len=64 vocab_size=16 order=2 branching=2 grammar_seed=1 (in [0, 2^64))
 //   previous_token  seq_len=32 vocab_size=16 lag=1
 //   repeat_copy     min_len=9 max_len=17 alphabet=8       padded
 //   majority        seq_len=32 pad_fraction=0.25 n_classes=4 n_noise=4 min_len=4
 //                                                         padded, last_position
-//   reverse         length=8 n_symbols=8                  ReverseTask::prefix_lm layout [B, 2n]
+//   reverse         length=8 n_symbols=8 layout=prefix_lm ReverseTask's layouts: prefix_lm [B, 2n]
+//                                                         (decoder-only), tagging (tokens x,
+//                                                         targets y, [B, n]: encoder-only),
+//                                                         seq2seq (tokens x, decoder_tokens
+//                                                         [bos, y_<n-1], targets y)
 //   char_lm         text_file=(required) test_fraction=0.1 min_len=32 max_len=64 split=train
 //                                                         CharCorpus windows, padded
 //   text            corpus=kjv unit=char seq_len=64 valid_fraction=0.05 test_fraction=0.05
@@ -47,6 +54,7 @@
 //       [](const seqlab::TaskParams& p) { ...; return seqlab::make_task_from(spec, sampler); }});
 // in a .cpp of your executable, or `r.add(...)` in register_builtin_tasks for a library task.
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <map>
@@ -84,6 +92,14 @@ struct TaskSpec {
   /// memory's recall positions): NaN for tasks that define no distances.
   double dependent_baseline_loss = std::numeric_limits<double>::quiet_NaN();
   double dependent_baseline_accuracy = std::numeric_limits<double>::quiet_NaN();
+  /// Encoder-decoder tasks: T', the width of decoder_tokens and targets (seq_len is then the
+  /// source's width S); 0 for single-stack tasks.
+  std::size_t decoder_len = 0;
+  /// The ceiling: the Bayes-optimal predictor's accuracy and mean loss (nats per scored target) on
+  /// the scored positions: 1 and 0 where every target is a function of the inputs, the source's
+  /// own values for a stochastic one (markov_lm: p_0 and H(p)); NaN where the entry states none.
+  double best_accuracy = std::numeric_limits<double>::quiet_NaN();
+  double optimal_loss = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// One batch (file comment); the parts a task does not use are empty (size 0).
@@ -100,6 +116,8 @@ struct TaskBatch {
   /// (the distance from the first marked value to the last step), mqar (query position minus the
   /// queried key's position) and distance_probe (the probe's distance).
   IndexTensor2 distances;
+  /// [B, T'] encoder-decoder tasks: the decoder's input (file comment); tokens is the source.
+  IndexTensor2 decoder_tokens;
 };
 
 /// Rows [r0, r0 + n) of every non-empty part of `b` (e.g. one chunk of a test set). Throws
@@ -150,6 +168,8 @@ class TaskParams {
   int get_int(const std::string& key) const;
   /// A finite real. Throws ConfigError otherwise.
   double get_real(const std::string& key) const;
+  /// An integer in [0, 2^64) (e.g. a seed from Cell::stream_seed). Throws ConfigError otherwise.
+  std::uint64_t get_uint64(const std::string& key) const;
   const std::map<std::string, std::string>& values() const { return values_; }
 
  private:

@@ -72,6 +72,8 @@ struct EvalSet {
   const IndexTensor2* targets = nullptr;  // [B, T or 1] class ids (ignore_index -100 not scored)
   const Tensor3* values = nullptr;        // [B, T or 1, O] regression targets
   const PaddingMask* padding = nullptr;   // [B, T] 1 = padded, or null
+  /// [B, T'] the decoder's input of an encoder-decoder set (tokens is then the source), or null.
+  const IndexTensor2* decoder_tokens = nullptr;
 };
 
 /// Called once per scored position of an evaluated test set, in (b, t) order: b the row of the
@@ -80,12 +82,15 @@ using ScoredPositionFn = std::function<void(std::size_t b, std::size_t t, double
 
 /// Evaluates `model` on `test` in chunks of at most `chunk` rows (bounded activation memory), in
 /// whatever mode the model is in (call model.eval() first for test metrics). A TransformerModel gets
-/// the chunk's rows of test.padding (when set) as its key-padding mask, and none after. Class
+/// the chunk's rows of test.padding (when set) as its key-padding mask, and none after. With
+/// test.decoder_tokens the model must be an EncoderDecoderModel: forward(source chunk, decoder
+/// chunk), test.padding as its source padding. Class
 /// targets are scored by cross-entropy and argmax (score_classes, ignore_index -100); values by
 /// the squared error summed over O per position (correct = false). f (optional) sees every scored
 /// position. Adds to `acc` position by position, so several sets evaluated into one accumulator
 /// pool exactly as one set would.
-/// Throws std::invalid_argument for chunk = 0 or a set without exactly one input and one target;
+/// Throws std::invalid_argument for chunk = 0, a set without exactly one input and one target, or
+/// decoder_tokens without token input or for a model that is not an EncoderDecoderModel;
 /// ShapeError / std::out_of_range as the model and the loss throw.
 void evaluate_chunked(SequenceModel& model, const EvalSet& test, std::size_t chunk, ScoreSums& acc,
                       const ScoredPositionFn& f = {});
