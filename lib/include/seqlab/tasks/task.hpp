@@ -11,7 +11,8 @@
 //                       in [0, output_size), kIgnoreTarget (-100, CrossEntropyLoss's
 //                       ignore_index) at positions that are not scored
 //   target "values":    values [B, T or 1, output_size] regression targets (MSE)
-//   padded tasks:       padding [B, T], 1 = padded (TransformerModel::set_padding); else empty
+//   padded tasks:       padding [B, T], 1 = padded (TransformerModel::set_padding), and lengths
+//                       [B], the real length of each right-padded row; else empty
 //   dependency tasks:   distances [B, T or 1]: how far back each scored target's evidence lies
 //                       (TaskBatch::distances); else empty
 // eval_set(batch) views a batch for evaluate_chunked (train/metrics.hpp); slice_rows(batch, r0, n)
@@ -30,7 +31,8 @@
 //   previous_token  seq_len=32 vocab_size=16 lag=1
 //   repeat_copy     min_len=9 max_len=17 alphabet=8       padded
 //   majority        seq_len=32 pad_fraction=0.25 n_classes=4 n_noise=4 min_len=4
-//                                                         padded, last_position
+//                                                         padded, last_position: targets [B, 1]
+//                                                         hold each row's label
 //   reverse         length=8 n_symbols=8                  ReverseTask::prefix_lm layout [B, 2n]
 //   char_lm         text_file=(required) test_fraction=0.1 min_len=32 max_len=64 split=train
 //                                                         CharCorpus windows, padded
@@ -76,6 +78,10 @@ struct TaskSpec {
   /// memory's recall positions): NaN for tasks that define no distances.
   double dependent_baseline_loss = std::numeric_limits<double>::quiet_NaN();
   double dependent_baseline_accuracy = std::numeric_limits<double>::quiet_NaN();
+  /// Padded tasks whose lengths follow a declared distribution: the expected fraction of padded
+  /// positions of a batch (majority: exactly 1 - round((1 - pad_fraction)·T)/T,
+  /// MajorityTask::expected_pad_fraction); NaN for every other task.
+  double expected_pad_fraction = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// One batch (file comment); the parts a task does not use are empty (size 0).
@@ -92,6 +98,9 @@ struct TaskBatch {
   /// (the distance from the first marked value to the last step), mqar (query position minus the
   /// queried key's position) and distance_probe (the probe's distance).
   IndexTensor2 distances;
+  /// [B], padded tasks: the real length L_b of each right-padded row, so that padding(b, t) = 1
+  /// exactly for t >= L_b (e.g. for pooling over the real positions). Empty for unpadded tasks.
+  IndexTensor1 lengths;
 };
 
 /// Rows [r0, r0 + n) of every non-empty part of `b` (e.g. one chunk of a test set). Throws
