@@ -33,8 +33,8 @@ struct Metrics {
 /// statistics of each chunk, as in training; its running statistics are restored afterwards) or
 /// eval mode (running statistics). Both modes use the same chunks, so for norms without batch
 /// statistics they are the same computation, bit for bit. Scored by score_classes
-/// (train/metrics.hpp: argmax as torch.argmax). The probe is disabled; leaves the model in train
-/// mode.
+/// (train/metrics.hpp: argmax as torch.argmax; a sequence whose loss is not finite, e.g. NaN
+/// logits, is wrong). The probe is disabled; leaves the model in train mode.
 Metrics evaluate(seqlab::TransformerModel& model, ProbedNorm& probe, const seqlab::TaskBatch& test,
                  bool train_mode, std::size_t chunk);
 
