@@ -1,6 +1,7 @@
 // tasks/task.hpp: the task registry and the common Task form.
 //   - the built-in tasks, in their documented order, with their parameters' defaults;
-//   - every built-in's batches match its spec (shapes, id ranges, scored targets, padding), are
+//   - every built-in's batches match its spec (shapes, id ranges, scored targets, padding and the
+//     rows' real lengths), are
 //     deterministic given the rng state, equal the wrapped task class's own samples, and train a
 //     model built from apply_task_spec (one forward + loss is finite);
 //   - parameters: overrides, unknown keys, malformed values and bad values are errors naming the
@@ -12,6 +13,7 @@
 
 #include <map>
 #include <set>
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +28,7 @@
 #include "seqlab/tasks/copy_memory.hpp"
 #include "seqlab/tasks/distance_probe.hpp"
 #include "seqlab/tasks/markov_lm.hpp"
+#include "seqlab/tasks/majority.hpp"
 #include "seqlab/tasks/mqar.hpp"
 #include "seqlab/tasks/reverse.hpp"
 #include "seqlab/tasks/task.hpp"
@@ -156,9 +159,20 @@ TEST_CASE("every built-in task samples batches that match its spec", "[tasks][re
     }
     if (s.padded) {
       REQUIRE(b.padding.shape() == std::array<std::size_t, 2>{B, T});
+      // Right padding: the mask is 1 exactly from each row's real length on.
+      REQUIRE(b.lengths.shape() == std::array<std::size_t, 1>{B});
+      for (std::size_t r = 0; r < B; ++r) {
+        CHECK(b.lengths(r) >= 1);
+        CHECK(static_cast<std::size_t>(b.lengths(r)) <= T);
+        for (std::size_t t = 0; t < T; ++t)
+          CHECK(b.padding(r, t) == (static_cast<std::int32_t>(t) >= b.lengths(r) ? 1 : 0));
+      }
+      CHECK(std::equal(b.lengths.begin(), b.lengths.end(), again.lengths.begin()));
     } else {
       CHECK(b.padding.size() == 0);
+      CHECK(b.lengths.size() == 0);
     }
+    if (name != "majority") CHECK(std::isnan(s.expected_pad_fraction));
     CHECK(std::isfinite(one_forward_loss(*task, b)));
     CHECK_THROWS_AS(task->sample(0, r1), std::invalid_argument);
   }
@@ -201,6 +215,33 @@ TEST_CASE("a registered task is the wrapped class with its defaults", "[tasks][r
   CHECK(c.input_size == 2);
   CHECK(c.output_size == 1);
   CHECK(c.head == "last_position");
+}
+
+TEST_CASE("the majority task carries each row's label, real length and padding fraction", "[tasks][registry]") {
+  const auto task = make_task("majority", TaskParams({{"seq_len", "12"}, {"pad_fraction", "0.5"},
+                                                      {"n_classes", "3"}, {"min_len", "2"}}));
+  const MajorityTask direct(12, 0.5, 3, 4, 2);
+  Rng r1(7), r2(7);
+  const TaskBatch b = task->sample(9, r1);
+  const PaddedClassificationBatch d = direct.sample(9, r2);  // the same draws
+  CHECK(equal(b.tokens, d.inputs));
+  REQUIRE(b.targets.shape() == std::array<std::size_t, 2>{9, 1});
+  REQUIRE(b.lengths.shape() == std::array<std::size_t, 1>{9});
+  bool varied = false;
+  for (std::size_t r = 0; r < 9; ++r) {
+    CHECK(b.targets(r, 0) == d.labels(r));
+    CHECK(b.lengths(r) == d.lengths(r));
+    varied = varied || b.lengths(r) != b.lengths(0);
+  }
+  CHECK(varied);  // p = 0.5, T = 12, min_len 2: L uniform on {2..10}
+  const TaskSpec s = task->spec();
+  CHECK(s.expected_pad_fraction == direct.expected_pad_fraction());
+  CHECK(s.expected_pad_fraction == 0.5);
+  CHECK(s.baseline_accuracy == direct.chance_accuracy());
+  // Slicing keeps each row's length with its row.
+  const TaskBatch part = slice_rows(b, 3, 4);
+  REQUIRE(part.lengths.size() == 4);
+  for (std::size_t r = 0; r < 4; ++r) CHECK(part.lengths(r) == b.lengths(3 + r));
 }
 
 TEST_CASE("task names and parameters are checked with messages naming the key", "[tasks][registry][errors]") {

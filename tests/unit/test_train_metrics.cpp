@@ -65,6 +65,27 @@ TEST_CASE("score_classes skips ignored rows and scores the rest with the loss's 
   CHECK_THAT(s.mean_loss(), WithinRel((l0 + l1 + l3) / 3.0, 1e-6));
 }
 
+TEST_CASE("score_classes counts no row with a non-finite loss as correct", "[train][metrics]") {
+  // A diverged model's NaN row would argmax to 0 (argmax_row), and an infinite logit at the
+  // target would win it: neither is a prediction.
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor2 logits = {{NAN, NAN, NAN}, {inf, 0.f, 0.f}, {NAN, 1.f, 0.f}, {3.f, 0.f, -1.f}};
+  const IndexTensor1 y = {0, 0, 1, 0};
+  CrossEntropyLoss ce;
+  ScoreSums s;
+  std::vector<bool> ok;
+  score_classes(ce, logits, y, s, [&](std::size_t, double loss, bool correct) {
+    ok.push_back(correct);
+    CHECK(std::isfinite(loss) == correct);
+  });
+  CHECK(argmax_row(logits, 0) == 0);
+  CHECK(argmax_row(logits, 1) == 0);
+  CHECK(ok == std::vector<bool>{false, false, false, true});
+  CHECK(s.n == 4);
+  CHECK(s.correct == 1);
+  CHECK(std::isnan(s.mean_loss()));
+}
+
 namespace {
 
 ModelConfig tiny_decoder(std::size_t V) {

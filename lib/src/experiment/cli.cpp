@@ -303,6 +303,23 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
   for (const auto& k : spec.options) {  // declared cross-key bounds (OptionSpec::at_most_key)
     if (k.max_key.empty()) continue;
     for (const auto& c : inv.cells) {
+      if (k.is_list()) {  // every element of a numeric list
+        const std::vector<std::string> items = c.params.get_string_list(k.key);
+        std::vector<double> v;
+        if (*k.list_of == ValueType::Int) {
+          for (const auto i : c.params.get_int_list(k.key)) v.push_back(static_cast<double>(i));
+        } else {
+          v = c.params.get_real_list(k.key);
+        }
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          if (v[i] <= c.params.get_real(k.max_key)) continue;
+          throw ConfigError(k.key + ": invalid value '" + c.params.get_string(k.key) + "': '" + items[i] +
+                            "' is out of range; expected a space-separated list of " +
+                            (*k.list_of == ValueType::Int ? "integers" : "reals") + " <= " + k.max_key +
+                            " (" + c.params.text(k.max_key) + ")");
+        }
+        continue;
+      }
       if (c.params.get_real(k.key) <= c.params.get_real(k.max_key)) continue;
       throw ConfigError(k.key + ": invalid value '" + c.params.text(k.key) + "': expected " +
                         (k.type == ValueType::Int ? "an integer" : "a real") + " <= " + k.max_key +
@@ -381,7 +398,8 @@ void check_spec(const ExperimentSpec& spec) {
     if (!o.max_key.empty()) {
       const auto other = std::find_if(spec.options.begin(), spec.options.end(),
                                       [&](const OptionSpec& x) { return x.key == o.max_key; });
-      if (o.type == ValueType::String || other == spec.options.end() ||
+      const ValueType own = o.list_of ? *o.list_of : o.type;  // a list: its elements' type
+      if (own == ValueType::String || other == spec.options.end() || other->is_list() ||
           other->type == ValueType::String) {
         throw std::logic_error("ExperimentSpec " + spec.name + ": key '" + o.key +
                                "' is bounded by '" + o.max_key +

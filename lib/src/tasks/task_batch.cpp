@@ -32,6 +32,7 @@ TaskBatch slice_rows(const TaskBatch& b, std::size_t r0, std::size_t n) {
   if (b.padding.size() > 0) out.padding = slice_rows(b.padding, r0, n);
   if (b.distances.size() > 0) out.distances = slice_rows(b.distances, r0, n);
   if (b.decoder_tokens.size() > 0) out.decoder_tokens = slice_rows(b.decoder_tokens, r0, n);
+  if (b.lengths.size() > 0) out.lengths = slice_rows(b.lengths, r0, n);
   return out;
 }
 

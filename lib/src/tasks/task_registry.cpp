@@ -119,6 +119,8 @@ TaskBatch from_padded(PaddedTokenBatch b) {
   out.tokens = std::move(b.inputs);
   out.targets = std::move(b.targets);
   out.padding = std::move(b.padding);
+  out.lengths = IndexTensor1::from_shape({b.lengths.size()});
+  for (std::size_t i = 0; i < b.lengths.size(); ++i) out.lengths(i) = static_cast<std::int32_t>(b.lengths[i]);
   return out;
 }
 
@@ -375,10 +377,12 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
            s.head = "last_position";
            s.padded = true;
            set_exact_ceiling(s);
+           s.expected_pad_fraction = t->expected_pad_fraction();
            return wrap(t, s, [](PaddedClassificationBatch b) {
              TaskBatch out;
              out.tokens = std::move(b.inputs);
              out.padding = std::move(b.padding);
+             out.lengths = std::move(b.lengths);
              out.targets = IndexTensor2::from_shape({b.labels.size(), 1});
              for (std::size_t i = 0; i < b.labels.size(); ++i) out.targets(i, 0) = b.labels(i);
              return out;

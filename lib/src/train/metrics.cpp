@@ -2,6 +2,7 @@
 #include "seqlab/train/metrics.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -29,8 +30,9 @@ void score_classes(CrossEntropyLoss& ce, const Tensor2& logits, const IndexTenso
   const Tensor1& rl = ce.row_losses();
   for (std::size_t r = 0; r < targets.size(); ++r) {
     if (targets(r) == ce.ignore_index()) continue;
-    const bool ok = static_cast<std::int32_t>(argmax_row(logits, r)) == targets(r);
     const double loss = rl(r);
+    // A row whose loss is not finite (NaN or infinite logits) predicts nothing.
+    const bool ok = std::isfinite(loss) && static_cast<std::int32_t>(argmax_row(logits, r)) == targets(r);
     s.add(loss, ok);
     if (f) f(r, loss, ok);
   }

@@ -38,8 +38,11 @@
 // empty-list word as the empty text).
 //
 // Cross-key bounds: .at_most_key("steps") declares value <= the same cell's value of the numeric
-// key `steps`; run_experiment checks it for every cell before anything runs (ConfigError
-//   warmup_steps: invalid value '500': expected an integer <= steps (300)).
+// key `steps` (for a list of numbers: every element); run_experiment checks it for every cell
+// before anything runs (ConfigError
+//   warmup_steps: invalid value '500': expected an integer <= steps (300)
+//   warmups: invalid value '0 500': '500' is out of range; expected a space-separated list of
+//   integers <= steps (300)).
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -94,7 +97,8 @@ struct OptionSpec {
   OptionSpec one_of(std::vector<std::string> allowed) const;
   /// List keys: `word` (e.g. "none") stands for the empty list.
   OptionSpec empty_as(std::string word) const;
-  /// Numeric keys: value <= the cell's value of the numeric key `other` (checked per cell).
+  /// Numeric keys and lists of numbers (every element): value <= the cell's value of the numeric
+  /// key `other` (checked per cell).
   OptionSpec at_most_key(std::string other) const;
   bool is_list() const { return list_of.has_value(); }
   /// List keys: the elements of a (checked) value's text.

@@ -11,7 +11,8 @@
 //                       in [0, output_size), kIgnoreTarget (-100, CrossEntropyLoss's
 //                       ignore_index) at positions that are not scored
 //   target "values":    values [B, T or 1, output_size] regression targets (MSE)
-//   padded tasks:       padding [B, T], 1 = padded (TransformerModel::set_padding); else empty
+//   padded tasks:       padding [B, T], 1 = padded (TransformerModel::set_padding), and lengths
+//                       [B], the real length of each right-padded row; else empty
 //   encoder-decoder:    tokens [B, S] is the source, decoder_tokens [B, T'] the decoder's input
 //                       (teacher forcing: the target shifted right after a bos token), targets
 //                       [B, T'] (EncoderDecoderModel::forward(src, tgt_in)); else empty
@@ -36,7 +37,8 @@
 //   previous_token  seq_len=32 vocab_size=16 lag=1
 //   repeat_copy     min_len=9 max_len=17 alphabet=8       padded
 //   majority        seq_len=32 pad_fraction=0.25 n_classes=4 n_noise=4 min_len=4
-//                                                         padded, last_position
+//                                                         padded, last_position: targets [B, 1]
+//                                                         hold each row's label
 //   reverse         length=8 n_symbols=8 layout=prefix_lm ReverseTask's layouts: prefix_lm [B, 2n]
 //                                                         (decoder-only), tagging (tokens x,
 //                                                         targets y, [B, n]: encoder-only),
@@ -47,7 +49,7 @@
 //   text            corpus=kjv unit=char seq_len=64 valid_fraction=0.05 test_fraction=0.05
 //                   split=train                           TextTask (tasks/text.hpp): KJV or a file
 //
-// Adding a task (README "Extending seqlab"): the task class (tasks/<name>.hpp + .cpp, a
+// Adding a task (lib/README.md "Extending seqlab"): the task class (tasks/<name>.hpp + .cpp, a
 // deterministic sample(batch, rng)), and one registration line that wraps it:
 //   SEQLAB_REGISTER(seqlab::task_registry(), "my_task", seqlab::TaskEntry{"what it tests",
 //       {{"seq_len", "32", "tokens"}},
@@ -100,6 +102,10 @@ struct TaskSpec {
   /// own values for a stochastic one (markov_lm: p_0 and H(p)); NaN where the entry states none.
   double best_accuracy = std::numeric_limits<double>::quiet_NaN();
   double optimal_loss = std::numeric_limits<double>::quiet_NaN();
+  /// Padded tasks whose lengths follow a declared distribution: the expected fraction of padded
+  /// positions of a batch (majority: exactly 1 - round((1 - pad_fraction)·T)/T,
+  /// MajorityTask::expected_pad_fraction); NaN for every other task.
+  double expected_pad_fraction = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// One batch (file comment); the parts a task does not use are empty (size 0).
@@ -118,6 +124,9 @@ struct TaskBatch {
   IndexTensor2 distances;
   /// [B, T'] encoder-decoder tasks: the decoder's input (file comment); tokens is the source.
   IndexTensor2 decoder_tokens;
+  /// [B], padded tasks: the real length L_b of each right-padded row, so that padding(b, t) = 1
+  /// exactly for t >= L_b (e.g. for pooling over the real positions). Empty for unpadded tasks.
+  IndexTensor1 lengths;
 };
 
 /// Rows [r0, r0 + n) of every non-empty part of `b` (e.g. one chunk of a test set). Throws

@@ -6,8 +6,10 @@
 // Scored positions: a class target t != ignore_index (kIgnoreTarget = -100, CrossEntropyLoss's
 // default) is scored; the loss of a scored row is CrossEntropyLoss's row loss
 // -log_softmax(x)[t] in nats (torch.nn.CrossEntropyLoss(reduction='none')), accumulated in double
-// in row order, so every experiment that scores the same rows gets the same bits. Regression
-// targets ("values") score their squared error.
+// in row order, so every experiment that scores the same rows gets the same bits. A scored row is
+// correct when its argmax is the target and its loss is finite: a row with a non-finite loss (NaN
+// logits of a diverged model, or an infinite logit) is never correct, whatever its argmax.
+// Regression targets ("values") score their squared error.
 //
 // Legend: N rows (B·T positions, or B sequences), C classes, B batch, T positions.
 #include <cmath>
@@ -58,8 +60,9 @@ using ScoredRowFn = std::function<void(std::size_t row, double loss, bool correc
 
 /// Scores class logits [N, C] against targets [N] with `ce` (its ignore_index says which rows are
 /// not scored): runs ce.forward, then for every scored row r in order adds (row loss, argmax(r) ==
-/// target) to `acc` and calls f(r, loss, correct) if f is set. Row by row, so sums over several
-/// batches come out as one pass over their rows would. Throws what CrossEntropyLoss::forward
+/// target and the row loss finite) to `acc` and calls f(r, loss, correct) if f is set: a row whose
+/// loss is not finite (e.g. the NaN logits of a diverged model) is not correct. Row by row, so sums
+/// over several batches come out as one pass over their rows would. Throws what CrossEntropyLoss::forward
 /// throws (ShapeError, std::out_of_range for a bad target); `acc` is unchanged then.
 void score_classes(CrossEntropyLoss& ce, const Tensor2& logits, const IndexTensor1& targets,
                    ScoreSums& acc, const ScoredRowFn& f = {});
