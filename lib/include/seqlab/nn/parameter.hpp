@@ -3,7 +3,7 @@
 //
 // A layer owns its Parameters (value and grad, same shape) and names them as PyTorch's
 // state_dict does ("weight", "bias", "weight_ih_l0"...). `backward` *adds* into `grad`;
-// `zero_grad()` clears it. Values are stored as dynamic-rank xt::xarray<float> so one list can hold
+// `zero_grad()` clears it. Values are stored as dynamic-rank arrays (Array) so one list can hold
 // matrices and vectors (optimizers, checkpoints and fixtures walk that list); layers read them
 // through raw pointers into GEMMs or through fixed-rank views.
 //
@@ -30,8 +30,8 @@ struct Parameter {
   Parameter(std::string name, std::vector<std::size_t> shape);
 
   std::string name;
-  xt::xarray<float> value;
-  xt::xarray<float> grad;  // same shape as value, starts at 0
+  Array value;
+  Array grad;  // same shape as value, starts at 0
 
   std::size_t size() const { return value.size(); }
   void zero_grad();
