@@ -70,7 +70,7 @@ deps=$(deps_of "$here/consumer/main.cpp" "${headers[@]}")
 if grep -Eo '[^ ]*/(boost|nlohmann)/[^ ]*' <<<"$deps" | head -3 | grep -q .; then
   fail "seqlab::nn's headers or the consumer include Boost or nlohmann-json: $(grep -Eo '[^ ]*/(boost|nlohmann)/[^ ]*' <<<"$deps" | head -3 | tr '\n' ' ')"
 fi
-grep -q "seqlab/nn/parameter.hpp" <<<"$deps" || fail "the dependency list misses the nn headers"
+grep -q "seqlab/nn/safetensors.hpp" <<<"$deps" || fail "the dependency list misses the nn headers"
 # The check can fail: the experiment headers do reach nlohmann-json (or Boost).
 exp_deps=$(deps_of "$tmp/prefix/include/seqlab/experiment/"*.hpp)
 grep -Eq '/(boost|nlohmann)/' <<<"$exp_deps" ||
@@ -78,6 +78,7 @@ grep -Eq '/(boost|nlohmann)/' <<<"$exp_deps" ||
 
 out=$("$tmp/build/consumer" "$tmp/weights.safetensors")
 echo "$out"
+test -s "$tmp/weights.safetensors" || fail "no weights file written"
 case "$out" in
   "seqlab $version params="*" ok")
     echo "install test: ok (seqlab::nn alone, ${#nn_headers[@]} headers without Boost or nlohmann-json, no -march)" ;;

@@ -1,6 +1,7 @@
 // Built against the installed package, linking seqlab::nn alone: builds an LSTM through the public
-// factory, trains it two updates with gradient accumulation over two micro-batches and checks the
-// logits; prints the version and parameter count.
+// factory, trains it two updates with gradient accumulation over two micro-batches, saves its
+// weights as safetensors (argv[1]), loads them into a fresh model and checks that it computes the
+// same logits; prints the version and parameter count.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "seqlab/core/rng.hpp"
 #include "seqlab/models/factory.hpp"
 #include "seqlab/nn/loss.hpp"
+#include "seqlab/nn/safetensors.hpp"
 #include "seqlab/train/loop.hpp"
 #include "seqlab/train/optimizer.hpp"
 #include "seqlab/version.hpp"
@@ -53,9 +55,16 @@ int main(int argc, char** argv) {
 
   model->eval();
   const seqlab::Tensor3 logits = model->forward(ids);
+  seqlab::save_safetensors(argv[1], model->state_dict(), {{"model", cfg.model}});
+  seqlab::Rng other(2);
+  auto loaded = seqlab::make_model(cfg, other);
+  loaded->load_state_dict(seqlab::load_safetensors(argv[1]).tensors);
+  loaded->eval();
+  const seqlab::Tensor3 again = loaded->forward(ids);
 
   const bool ok = !tr.diverged && tr.steps_done == 2 && logits.shape()[2] == 10 &&
                   std::isfinite(logits(0, 0, 0)) &&
+                  std::memcmp(logits.data(), again.data(), logits.size() * sizeof(float)) == 0 &&
                   model->num_parameters() == seqlab::count_parameters(cfg);
   std::printf("seqlab %s params=%zu %s\n", seqlab::kVersion, model->num_parameters(),
               ok ? "ok" : "FAILED");
