@@ -254,48 +254,27 @@ class JsonReader {
       }
       if (pos_ >= s_.size()) fail("unterminated string");
       const char e = s_[pos_++];
-      switch (e) {
-        case '"':
-          out.push_back('"');
-          break;
-        case '\\':
-          out.push_back('\\');
-          break;
-        case '/':
-          out.push_back('/');
-          break;
-        case 'b':
-          out.push_back('\b');
-          break;
-        case 'f':
-          out.push_back('\f');
-          break;
-        case 'n':
-          out.push_back('\n');
-          break;
-        case 'r':
-          out.push_back('\r');
-          break;
-        case 't':
-          out.push_back('\t');
-          break;
-        case 'u': {
-          unsigned cp = hex4();
-          if (cp >= 0xDC00 && cp <= 0xDFFF) fail("lone low surrogate in a \\u escape");
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (s_.compare(pos_, 2, "\\u") != 0) fail("high surrogate without its low surrogate");
-            pos_ += 2;
-            const unsigned lo = hex4();
-            if (lo < 0xDC00 || lo > 0xDFFF) fail("high surrogate without its low surrogate");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          }
-          put_utf8(out, cp);
-          break;
-        }
-        default:
-          --pos_;
-          fail(std::string("unknown escape '\\") + e + "'");
+      // The one-character escapes \" \\ \/ \b \f \n \r \t, then \uXXXX.
+      static const char kEscaped[] = "\"\\/bfnrt";
+      static const char kMeaning[] = "\"\\/\b\f\n\r\t";
+      if (const char* at = std::strchr(kEscaped, e); at != nullptr && e != '\0') {
+        out.push_back(kMeaning[at - kEscaped]);
+        continue;
       }
+      if (e != 'u') {
+        --pos_;
+        fail(std::string("unknown escape '\\") + e + "'");
+      }
+      unsigned cp = hex4();
+      if (cp >= 0xDC00 && cp <= 0xDFFF) fail("lone low surrogate in a \\u escape");
+      if (cp >= 0xD800 && cp <= 0xDBFF) {  // a surrogate pair: \uD8xx\uDCxx
+        if (s_.compare(pos_, 2, "\\u") != 0) fail("high surrogate without its low surrogate");
+        pos_ += 2;
+        const unsigned lo = hex4();
+        if (lo < 0xDC00 || lo > 0xDFFF) fail("high surrogate without its low surrogate");
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+      }
+      put_utf8(out, cp);
     }
   }
 
@@ -305,6 +284,8 @@ class JsonReader {
 };
 
 // ---- the format -----------------------------------------------------------------------------
+
+static_assert(sizeof(std::size_t) == sizeof(std::uint64_t), "shape entries are u64 in the format");
 
 std::size_t item_size(const std::string& dtype) { return dtype == "I64" ? 8 : 4; }
 
@@ -342,8 +323,6 @@ Entry parse_entry(const std::string& what, const std::string& key, const Json& v
       for (const Json& d : x.items) {
         if (d.kind != Json::Kind::integer)
           bad_entry(what, key, "shape must be an array of integers");
-        if (d.number > std::numeric_limits<std::size_t>::max())
-          bad_entry(what, key, "shape entry too large");
         e.shape.push_back(static_cast<std::size_t>(d.number));
       }
       has_shape = true;
@@ -419,7 +398,7 @@ std::string encode_safetensors(const StateDict& tensors,
     offset += bytes;
   }
   header.push_back('}');
-  // Pad with spaces so that the data starts at a multiple of 8 bytes (as the reference writer).
+  // Pad with spaces so that the data starts at a multiple of 8 bytes (as the reference implementation does).
   while ((8 + header.size()) % 8 != 0) header.push_back(' ');
 
   std::string out;
