@@ -10,6 +10,7 @@
 
 #include "seqlab/experiment/training.hpp"
 #include "seqlab/nn/parameter.hpp"
+#include "seqlab/nn/safetensors.hpp"
 #include "seqlab/train/optimizer.hpp"
 
 using namespace seqlab;
@@ -196,4 +197,32 @@ TEST_CASE("a killed phase resumes from its checkpoint with the same windows and 
   CHECK(a.final_window_loss == b.final_window_loss);
   CHECK(a.last_loss == b.last_loss);
   CHECK(a.steps_done == b.steps_done);
+}
+
+TEST_CASE("with --save-model a phase ends by writing its model's state_dict as safetensors", "[experiment][training][save_model]") {
+  seqlab::test::TempDir dir("seqlab_training_save");
+  Toy m;
+  SGD sgd({&m.w}, 0.1f);
+  Cell cell = toy_cell();
+  cell.model_prefix = (dir.path / "cell").string();
+  CellOutput out(kTables);
+  TrainingPhase phase(cell, out, &m, "finetune");
+  phase.steps(3);
+  phase.run({&m.w}, sgd, LrSchedule{"constant", 0.1f}, [&](int) { return m.loss_and_grad(); });
+  const fs::path file = dir.path / "cell.finetune.safetensors";
+  REQUIRE(fs::exists(file));
+  const SafetensorsFile f = load_safetensors(file.string());
+  REQUIRE(f.tensors.count("w") == 1);
+  const auto& w = std::get<Array>(f.tensors.at("w"));
+  CHECK(w(0) == m.w.value(0));
+  CHECK(w(1) == m.w.value(1));
+  CHECK(f.metadata.at("phase") == "finetune");
+  CHECK(f.metadata.at("steps_done") == "3");
+  CHECK(f.metadata.at("diverged") == "0");
+  CHECK(f.metadata.at("cell") == cell.label());
+
+  Cell off = toy_cell();  // no prefix: nothing written
+  TrainingPhase quiet(off, out, &m, "other");
+  quiet.steps(1).run({&m.w}, sgd, LrSchedule{"constant", 0.1f}, [&](int) { return m.loss_and_grad(); });
+  CHECK_FALSE(fs::exists(dir.path / "cell.other.safetensors"));
 }

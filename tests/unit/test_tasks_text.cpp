@@ -687,7 +687,7 @@ TEST_CASE("a split smaller than one window is refused naming the key that makes 
 
 // --- checked split files and the cache --------------------------------------------------------------
 
-TEST_CASE("split files are checked by size and checksum; a tampered file is refused", "[tasks][text][cache]") {
+TEST_CASE("split files are checked by size and checksum and a tampered file is refused", "[tasks][text][cache]") {
   seqlab::test::TempDir dir("seqlab_text_checked");
   const TextSplits s = split_kjv(excerpt());
   const std::array<const std::string*, 3> text = {&s.train, &s.valid, &s.test};

@@ -108,7 +108,10 @@ std::string help_text(const ExperimentSpec& spec, const std::vector<OptionSpec>&
        "                       from it with byte-identical results (wall-clock columns aside); a\n"
        "                       finished cell removes its checkpoints [updates, default 0 = off];\n"
        "                       an integer in [0, "
-    << kMaxCheckpointEvery << "]\n\n"
+    << kMaxCheckpointEvery << "]\n"
+       "  --save-model         write each training phase's final weights to DIR/models/<cell file\n"
+       "                       stem>.<phase>.safetensors (PyTorch state_dict names; numpy or\n"
+       "                       torch read them)\n\n"
        "Keys (config file `key = value`, or --key=VALUE on the command line, which wins; a key\n"
        "set in neither has the built-in default shown). Sweep keys take comma-separated lists;\n"
        "the grid is their Cartesian product x seeds:\n";
@@ -138,7 +141,7 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
       "cell", po::value<std::string>())("cells", po::value<std::string>())(
       "out", po::value<std::string>())("merge", po::bool_switch())("force", po::bool_switch())(
       "threads", po::value<std::string>())("quiet", po::bool_switch())("status", po::bool_switch())(
-      "checkpoint-every", po::value<std::string>());
+      "checkpoint-every", po::value<std::string>())("save-model", po::bool_switch());
   for (const auto& k : inv.keys) key_desc.add_options()(k.key.c_str(), po::value<std::string>());
   // Positional arguments are collected under a hidden name only to name them in the error.
   po::options_description hidden;
@@ -200,6 +203,7 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
   inv.force = vm["force"].as<bool>();
   inv.quiet = vm["quiet"].as<bool>();
   inv.status = vm["status"].as<bool>();
+  inv.save_model = vm["save-model"].as<bool>();
 
   // The config file.
   if (vm.count("config") && vm.count("scale")) {
@@ -360,6 +364,7 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
   if (!inv.list_cells && !inv.status) {  // queries read --out (status) or ignore it
     std::string why = check_output_dir(inv.out, "cells");
     if (why.empty() && inv.checkpoint_every > 0) why = check_output_dir(inv.out, "checkpoints");
+    if (why.empty() && inv.save_model) why = check_output_dir(inv.out, "models");
     if (!why.empty()) {
       throw ConfigError("--out: cannot write results to '" + inv.out + "': " + why +
                         "; expected a writable directory (or one that can be created)");

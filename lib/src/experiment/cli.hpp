@@ -18,7 +18,8 @@ namespace seqlab::experiment::detail {
 // Run options: command line only (seed and seeds are experiment-level keys, see key_specs()).
 inline const std::vector<std::string> kRunFlags = {"help",  "config", "scale", "list-cells", "cell",
                                             "cells", "out",    "merge", "force",      "threads",
-                                            "quiet", "status", "checkpoint-every"};
+                                            "quiet", "status", "checkpoint-every",
+                                            "save-model"};
 
 struct Invocation {
   bool help = false, list_cells = false, merge = false, force = false, quiet = false;
@@ -28,6 +29,7 @@ struct Invocation {
   std::string out;
   int threads = 1;
   int checkpoint_every = 0;
+  bool save_model = false;
   std::uint64_t base_seed = 1;
   std::size_t replicates = 1;
   std::string config_path;

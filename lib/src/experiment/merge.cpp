@@ -102,6 +102,7 @@ int merge(const Invocation& inv, const ExperimentSpec& spec, const std::string& 
                          {"start_utc", s},
                          {"end_utc", e},
                          {"wall_time_s", j.value("wall_time_s", 0.0)},
+                         {"cpu_time_s", j.value("cpu_time_s", 0.0)},
                          {"git_commit", j.value("git_commit", "unknown")},
                          {"git_dirty", j.contains("git_dirty") ? j["git_dirty"] : nullptr},
                          {"checksum", j.at("checksum")}});
@@ -121,6 +122,13 @@ int merge(const Invocation& inv, const ExperimentSpec& spec, const std::string& 
   meta["tables"] = files;
   meta["nondeterministic_columns"] = spec.timing_columns;
   meta["cells_git_commits"] = commits;
+  double wall_total = 0, cpu_total = 0;
+  for (const auto& c : cell_meta) {
+    wall_total += c.at("wall_time_s").get<double>();
+    cpu_total += c.at("cpu_time_s").get<double>();
+  }
+  meta["cells_wall_time_s"] = wall_total;  // Σ over cells (inflated when cells share the cores)
+  meta["cells_cpu_time_s"] = cpu_total;    // Σ user + system CPU of the cells' processes
   meta["cells"] = cell_meta;
   for (const auto& [path, text] : outputs) write_file_atomic(path.string(), text);
   const fs::path meta_path = out / (spec.name + ".meta.json");

@@ -2,6 +2,8 @@
 // (experiment.hpp) and the training phase (training.hpp).
 #include "seqlab/experiment/training.hpp"
 
+#include "seqlab/nn/safetensors.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -233,6 +235,13 @@ PhaseResult TrainingPhase::run(const std::vector<Parameter*>& params, Optimizer&
   if (window_n_ > 0) final_window_loss_ = window_loss_ / window_n_;  // ended mid-window
   r.final_window_loss = final_window_loss_;
   if (model_) model_->eval();
+  if (model_ && !cell_.model_prefix.empty()) {
+    seqlab::save_safetensors(cell_.model_prefix + "." + name_ + ".safetensors", model_->state_dict(),
+                             {{"cell", cell_.label()},
+                              {"phase", name_},
+                              {"steps_done", std::to_string(r.steps_done)},
+                              {"diverged", r.diverged ? "1" : "0"}});
+  }
   return r;
 }
 

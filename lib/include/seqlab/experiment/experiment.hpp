@@ -37,6 +37,9 @@
 //                          the cell's result file is written, its checkpoints are removed.
 //                          Integer in [0, kMaxCheckpointEvery]; 0 (default) = off (checkpoints of
 //                          an earlier run are then not used, and removed when the cell finishes).
+//   --save-model           every training phase of a cell (TrainingPhase, training.hpp) writes its
+//                          model's final weights to <out>/models/<cell file stem>.<phase>.
+//                          safetensors (PyTorch state_dict names, nn/safetensors.hpp)
 //   --threads N            thread budget (seqlab::set_num_threads), default 1, in [1, kMaxThreads]
 //   --seed S               base seed (also `seed = S` in a config file), default 1, in
 //                          [0, 2^63-1]

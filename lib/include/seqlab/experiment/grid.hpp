@@ -48,6 +48,8 @@ struct Cell {
   int checkpoint_every = 0;          // save every N updates; 0 = off
   std::string checkpoint_prefix;     // "<out>/checkpoints/<cell file stem>"; + ".<phase>.ckpt"
   std::string checkpoint_identity;   // fingerprint, --threads and build the checkpoints belong to
+  // --save-model: "<out>/models/<cell file stem>" (+ ".<phase>.safetensors"); empty = off.
+  std::string model_prefix;
 
   std::uint64_t stream_seed(std::uint64_t purpose) const {
     return experiment::stream_seed(base_seed, replicate, purpose);

@@ -19,7 +19,10 @@
 //     after evaluation (PhaseResult::check_test_loss);
 //   - the checkpoint registration of its own state (window sums, blow-up window); the caller adds
 //     what its own hooks change (data streams, accumulators) with state().add(...).
-// The model is put in train mode when run() starts and in eval mode when it returns.
+// The model is put in train mode when run() starts and in eval mode when it returns. With
+// --save-model, run() ends by writing the model's state_dict to
+// <out>/models/<cell file stem>.<name>.safetensors (nn/safetensors.hpp; metadata: cell, phase,
+// steps_done, diverged).
 //
 // Example (one phase; the loss closure draws a batch, runs forward and backward, returns the loss):
 //   TrainingPhase phase(cell, out, model.get(), "train");
