@@ -108,8 +108,7 @@ Trained train_mlm(Context& c, const RunSpec& run, const std::vector<double>& sha
     return loss;
   };
   std::vector<double> losses, norms, mu, var, shift;
-  double win_loss = 0, win_norm = 0;
-  int win_n = 0;
+  StepWindow win;
   TrainingPhase phase(cell, c.out, &model, "run" + std::to_string(c.phase_index++));
   phase.steps(run.steps).clip_norm(cell.get_real("clip_norm"))
       .blowup(cell.get_real("divergence_factor") * t.initial_loss, window);
@@ -120,25 +119,20 @@ Trained train_mlm(Context& c, const RunSpec& run, const std::vector<double>& sha
     mu.push_back(s.mu_dev);
     var.push_back(s.var_dev);
     shift.push_back(s.pad_mean_shift);
-    win_loss += r.loss;
-    win_norm += r.grad_norm;
-    ++win_n;
-    if (id && ((r.step + 1) % log_every == 0 || r.step == run.steps - 1)) {
+    win.add(r.loss, r.grad_norm);
+    const bool log = (r.step + 1) % log_every == 0 || r.step == run.steps - 1;
+    if (id && log)
       c.out.add_row(Row(*id)
                         .add("step", r.step + 1)
-                        .add("loss", win_loss / win_n)
-                        .add("grad_norm", win_norm / win_n)
+                        .add("loss", win.loss / win.n)
+                        .add("grad_norm", win.grad_norm / win.n)
                         .add("step_lr", r.lr)
                         .add("pad_share", share)
                         .add("mu_dev", s.mu_dev)
                         .add("var_dev", s.var_dev)
                         .add("pad_mean_shift", s.pad_mean_shift),
                     "steps");
-    }
-    if (id == nullptr || (r.step + 1) % log_every == 0 || r.step == run.steps - 1) {
-      win_loss = win_norm = 0;
-      win_n = 0;
-    }
+    if (log) win.clear();
   });
   phase.state().add("train_rng", train_rng);
   phase.state().add("losses", losses);
@@ -146,9 +140,7 @@ Trained train_mlm(Context& c, const RunSpec& run, const std::vector<double>& sha
   phase.state().add("mu_dev", mu);
   phase.state().add("var_dev", var);
   phase.state().add("pad_shift", shift);
-  phase.state().add("win_loss", win_loss);
-  phase.state().add("win_norm", win_norm);
-  phase.state().add("win_n", win_n);
+  win.register_state(phase.state());
   t.probe->set_enabled(true);
   t.tr = phase.run(params, *optim, schedule, loss_and_grad);
   t.probe->set_enabled(false);
@@ -191,34 +183,17 @@ double pilot(Context& c, const RunSpec& main, const std::vector<double>& shares,
   return choice.lr;
 }
 
-void add_main_row(Context& c, const Row& id, const RunSpec& run, const Trained& t) {
-  const bool failed = t.tr.diverged || !(t.valid_loss < c.baseline - c.cell.get_real("stall_margin"));
-  c.out.add_row(Row(id)
-                    .add("derived_seed", c.cell.seed)
-                    .add("n_params", t.model->num_parameters())
-                    .add("d_model", c.cell.get_int("d_model"))
-                    .add("seq_len", c.task.seq_len())
-                    .add("steps", run.steps)
-                    .add("examples", static_cast<std::size_t>(run.steps) * run.batch)
-                    .add("lr_source", "pilot")
-                    .add("initial_loss", t.initial_loss)
-                    .add("baseline_loss", c.baseline)
-                    .add("diverged", t.tr.diverged ? 1 : 0)
-                    .add("diverged_step", t.tr.diverged_step)
-                    .add("diverged_reason", t.tr.diverged_reason)
-                    .add("steps_done", t.tr.steps_done)
-                    .add("final_train_loss", t.sum.final_train_loss)
-                    .add("valid_loss", t.valid_loss)
-                    .add("failed", failed ? 1 : 0)
-                    .add("loss_volatility", t.sum.loss_volatility)
-                    .add("grad_norm_first", t.sum.grad_norm_first)
-                    .add("grad_norm_max", t.sum.grad_norm_max)
-                    .add("mu_dev_late", t.sum.mu_dev_late)
-                    .add("var_dev_late", t.sum.var_dev_late)
-                    .add("mu_dev_max", t.sum.mu_dev_max)
-                    .add("var_dev_max", t.sum.var_dev_max)
-                    .add("pad_mean_shift_late", t.sum.pad_mean_shift_late)
-                    .add("train_time_s", t.tr.train_time_s));
+void main_row(Context& c, const Row& id, const RunSpec& run, const Trained& t) {
+  RunOutcome o;
+  o.tr = t.tr;
+  o.sum = t.sum;
+  o.n_params = t.model->num_parameters();
+  o.seq_len = c.task.seq_len();
+  o.lr_source = "pilot";
+  o.initial_loss = t.initial_loss;
+  o.baseline_loss = c.baseline;
+  o.valid_loss = t.valid_loss;
+  add_main_row(c.cell, c.out, id, run, o);
 }
 
 // Test rows: every share of `test_shares` (sets from the test split) in the modes `modes`.
@@ -296,7 +271,7 @@ void run_padding_cell(const Cell& cell, CellOutput& out) {
       run.lr = pilot(c, run, shares, valid, pilot_steps(cell, steps));
       const Row id = id_row(cell, run);
       Trained t = train_mlm(c, run, shares, valid, &id);
-      add_main_row(c, id, run, t);
+      main_row(c, id, run, t);
       add_eval_rows(c, id, run, t, test_shares, shares, {"eval", "train", "precise", "recal"});
     }
 }
@@ -324,7 +299,7 @@ void run_batch_cell(const Cell& cell, CellOutput& out) {
       r.lr = lr_ref * std::sqrt(static_cast<double>(r.batch) / static_cast<double>(bref));
       const Row id = id_row(cell, r);
       Trained t = train_mlm(c, r, shares, valid, &id);
-      add_main_row(c, id, r, t);
+      main_row(c, id, r, t);
       add_eval_rows(c, id, r, t, shares, shares, {"eval", "train", "precise"});
     }
   }

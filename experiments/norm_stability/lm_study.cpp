@@ -64,7 +64,6 @@ void run_warmup_cell(const Cell& cell, CellOutput& out) {
   const std::size_t valid_tokens = cell.get_size("valid_tokens");
   const TextEvaluation ev = TextEvaluation::non_overlapping(corpus, TextSplit::valid, T, valid_tokens, 64);
   const double baseline = corpus->unigram_loss(TextSplit::valid, valid_tokens);
-  const double stall_margin = cell.get_real("stall_margin");
   const std::size_t window = cell.get_size("divergence_window");
   const int log_every = std::max(1, steps / cell.get_int32("log_points"));
   const std::vector<double> lrs = cell.get_real_list("lrs");
@@ -121,69 +120,43 @@ void run_warmup_cell(const Cell& cell, CellOutput& out) {
             return loss;
           };
           std::vector<double> losses, norms;
-          double win_loss = 0, win_norm = 0;
-          int win_n = 0;
+          StepWindow win;
           TrainingPhase phase(cell, out, model.get(), "lm" + std::to_string(run_index++));
           phase.steps(steps).clip_norm(cell.get_real("clip_norm"))
               .blowup(cell.get_real("divergence_factor") * initial_loss, window);
           phase.on_step([&](const StepRecord& r) {
             losses.push_back(r.loss);
             norms.push_back(r.grad_norm);
-            win_loss += r.loss;
-            win_norm += r.grad_norm;
-            ++win_n;
+            win.add(r.loss, r.grad_norm);
             if ((r.step + 1) % log_every == 0 || r.step == steps - 1) {
               out.add_row(Row(id)
                               .add("step", r.step + 1)
-                              .add("loss", win_loss / win_n)
-                              .add("grad_norm", win_norm / win_n)
+                              .add("loss", win.loss / win.n)
+                              .add("grad_norm", win.grad_norm / win.n)
                               .add("step_lr", r.lr)
                               .add("pad_share", 0.0)
                               .add("mu_dev", std::numeric_limits<double>::quiet_NaN())
                               .add("var_dev", std::numeric_limits<double>::quiet_NaN())
                               .add("pad_mean_shift", std::numeric_limits<double>::quiet_NaN()),
                           "steps");
-              win_loss = win_norm = 0;
-              win_n = 0;
+              win.clear();
             }
           });
           phase.state().add("train_rng", train_rng);
           phase.state().add("losses", losses);
           phase.state().add("grad_norms", norms);
-          phase.state().add("win_loss", win_loss);
-          phase.state().add("win_norm", win_norm);
-          phase.state().add("win_n", win_n);
-          PhaseResult tr = phase.run(params, *optim, schedule, loss_and_grad);
-          const double vl = tr.diverged ? std::numeric_limits<double>::quiet_NaN() : valid_loss(*model, ev);
-          if (!tr.diverged) tr.check_test_loss(vl);
-          const RunSummary sum = summarize(losses, norms, {}, {}, {}, steps, window);
-          const bool failed = tr.diverged || !(vl < baseline - stall_margin);
-          out.add_row(Row(id)
-                          .add("derived_seed", cell.seed)
-                          .add("n_params", model->num_parameters())
-                          .add("d_model", cell.get_int("d_model"))
-                          .add("seq_len", T)
-                          .add("steps", steps)
-                          .add("examples", static_cast<std::size_t>(steps) * B)
-                          .add("lr_source", "grid")
-                          .add("initial_loss", initial_loss)
-                          .add("baseline_loss", baseline)
-                          .add("diverged", tr.diverged ? 1 : 0)
-                          .add("diverged_step", tr.diverged_step)
-                          .add("diverged_reason", tr.diverged_reason)
-                          .add("steps_done", tr.steps_done)
-                          .add("final_train_loss", sum.final_train_loss)
-                          .add("valid_loss", vl)
-                          .add("failed", failed ? 1 : 0)
-                          .add("loss_volatility", sum.loss_volatility)
-                          .add("grad_norm_first", sum.grad_norm_first)
-                          .add("grad_norm_max", sum.grad_norm_max)
-                          .add("mu_dev_late", sum.mu_dev_late)
-                          .add("var_dev_late", sum.var_dev_late)
-                          .add("mu_dev_max", sum.mu_dev_max)
-                          .add("var_dev_max", sum.var_dev_max)
-                          .add("pad_mean_shift_late", sum.pad_mean_shift_late)
-                          .add("train_time_s", tr.train_time_s));
+          win.register_state(phase.state());
+          RunOutcome o;
+          o.tr = phase.run(params, *optim, schedule, loss_and_grad);
+          o.valid_loss = o.tr.diverged ? std::numeric_limits<double>::quiet_NaN() : valid_loss(*model, ev);
+          if (!o.tr.diverged) o.tr.check_test_loss(o.valid_loss);
+          o.sum = summarize(losses, norms, {}, {}, {}, steps, window);
+          o.n_params = model->num_parameters();
+          o.seq_len = T;
+          o.lr_source = "grid";
+          o.initial_loss = initial_loss;
+          o.baseline_loss = baseline;
+          add_main_row(cell, out, id, run, o);
         }
     }
 }

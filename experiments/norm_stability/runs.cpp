@@ -120,6 +120,43 @@ RunSummary summarize(const std::vector<double>& losses, const std::vector<double
   return r;
 }
 
+void add_main_row(const Cell& cell, experiment::CellOutput& out, const experiment::Row& id, const RunSpec& run,
+                  const RunOutcome& o) {
+  const bool failed = o.tr.diverged || !(o.valid_loss < o.baseline_loss - cell.get_real("stall_margin"));
+  out.add_row(experiment::Row(id)
+                  .add("derived_seed", cell.seed)
+                  .add("n_params", o.n_params)
+                  .add("d_model", cell.get_int("d_model"))
+                  .add("seq_len", o.seq_len)
+                  .add("steps", run.steps)
+                  .add("examples", static_cast<std::size_t>(run.steps) * run.batch)
+                  .add("lr_source", o.lr_source)
+                  .add("initial_loss", o.initial_loss)
+                  .add("baseline_loss", o.baseline_loss)
+                  .add("diverged", o.tr.diverged ? 1 : 0)
+                  .add("diverged_step", o.tr.diverged_step)
+                  .add("diverged_reason", o.tr.diverged_reason)
+                  .add("steps_done", o.tr.steps_done)
+                  .add("final_train_loss", o.sum.final_train_loss)
+                  .add("valid_loss", o.valid_loss)
+                  .add("failed", failed ? 1 : 0)
+                  .add("loss_volatility", o.sum.loss_volatility)
+                  .add("grad_norm_first", o.sum.grad_norm_first)
+                  .add("grad_norm_max", o.sum.grad_norm_max)
+                  .add("mu_dev_late", o.sum.mu_dev_late)
+                  .add("var_dev_late", o.sum.var_dev_late)
+                  .add("mu_dev_max", o.sum.mu_dev_max)
+                  .add("var_dev_max", o.sum.var_dev_max)
+                  .add("pad_mean_shift_late", o.sum.pad_mean_shift_late)
+                  .add("train_time_s", o.tr.train_time_s));
+}
+
+void StepWindow::register_state(CheckpointState& state) {
+  state.add("win_loss", loss);
+  state.add("win_norm", grad_norm);
+  state.add("win_n", n);
+}
+
 std::int64_t share_key(double p) { return std::llround(p * 1e6); }
 
 std::vector<double> share_grid(double max, double step) {

@@ -12,6 +12,7 @@
 
 #include "seqlab/core/rows.hpp"
 #include "seqlab/experiment/grid.hpp"
+#include "seqlab/experiment/training.hpp"
 #include "seqlab/experiment/table.hpp"
 #include "seqlab/models/model_config.hpp"
 #include "seqlab/tasks/text.hpp"
@@ -75,6 +76,34 @@ struct RunSummary {
 RunSummary summarize(const std::vector<double>& losses, const std::vector<double>& grad_norms,
                      const std::vector<double>& mu_dev, const std::vector<double>& var_dev,
                      const std::vector<double>& pad_shift, int steps, std::size_t window);
+
+/// What a finished run reports in the main table besides its identifying columns.
+struct RunOutcome {
+  std::size_t n_params = 0, seq_len = 0;
+  std::string lr_source;          // grid | pilot
+  double initial_loss = NAN, baseline_loss = NAN, valid_loss = NAN;
+  seqlab::experiment::PhaseResult tr;
+  RunSummary sum;
+};
+
+/// Adds the run's main-table row (README.md "Output"): `id` then the outcome's columns; failed =
+/// diverged, or valid_loss not below baseline_loss − stall_margin.
+void add_main_row(const Cell& cell, seqlab::experiment::CellOutput& out, const seqlab::experiment::Row& id,
+                  const RunSpec& run, const RunOutcome& o);
+
+/// The steps table's window: the mean loss and gradient norm of the updates since the last row.
+struct StepWindow {
+  double loss = 0, grad_norm = 0;
+  int n = 0;
+  void add(double l, double g) {
+    loss += l;
+    grad_norm += g;
+    ++n;
+  }
+  void clear() { *this = StepWindow{}; }
+  /// Registers the sums for checkpoints (names prefixed "win_").
+  void register_state(seqlab::CheckpointState& state);
+};
 
 /// Key of a padding share for maps and stream seeds (micro-units, exact for the configured values).
 std::int64_t share_key(double p);
