@@ -515,7 +515,8 @@ def verdict_mismatch(d):
             f"+{LOSS_EFFECT:g}. Under a shift (trained on shares 0 to the smallest max, tested at the largest "
             f"test share vs share 0, eval mode): the difference in differences [BN(shift) − BN(0)] − "
             f"[LN(shift) − LN(0)], holds if beyond +{LOSS_EFFECT:g}; fails if within or below; combined: "
-            f"'depends on the shift' when one part holds and the other fails")
+            f"'depends on the shift' when one part holds and the other fails; inconclusive when the shift part "
+            f"was not run (one training padding range)")
     rows = d.study("padding")
     n, seed_note = _seed_note(d)
     conds = sorted({r["train_pad_max"] for r in rows})
@@ -558,7 +559,13 @@ def verdict_mismatch(d):
                            f"{st.mean_ci95(list(dd.values()))[0]:+.3f}, eval − recalibrated at {q1:g} "
                            f"{ss.paired_difference(ev, rc).value:+.3f}")
     measured = "; ".join(txt) + f"; {n} seeds"
-    return sv.combine(parts, condition="the shift").row(claim, measured + seed_note, anchor, rule)
+    v = sv.combine(parts, condition="the shift")
+    if len(parts) == 1 and v.kind in (sv.HOLDS, sv.FAILS):
+        # Without the shift part the rule cannot tell 'fails' or 'holds' from 'depends on the shift'.
+        v = sv.Verdict(sv.INCONCLUSIVE, f"{v.reason}; the shift part needs two "
+                       f"training padding ranges and one was run", test=v.test, effect=v.effect,
+                       margin=v.margin, checks=v.checks)
+    return v.row(claim, measured + seed_note, anchor, rule)
 
 
 def verdict_power_norm(d):
@@ -615,7 +622,8 @@ def verdict_warmup(d):
             f"value up to which every value trains: not diverged and final validation loss below the unigram "
             f"baseline − stall_margin), in grid steps, paired per seed, against ±{LR_STEP_MARGIN:g} steps: "
             f"Pre-LN − Post-LN without warm-up, and Post-LN with the longest warm-up − without; each holds if "
-            f"beyond +{LR_STEP_MARGIN:g}, fails if within or below; a seed stable at the largest rate is "
+            f"beyond +{LR_STEP_MARGIN:g}, fails if below −{LR_STEP_MARGIN:g} (within: inconclusive, a largest "
+            f"stable rate being resolved to one grid step only); a seed stable at the largest rate is "
             f"censored there (a lower bound); ceiling when both arms are stable at every rate, floor when both "
             f"fail at the smallest; 'depends on the depth' when one depth holds and another fails")
     rows = d.study("warmup")
@@ -653,6 +661,13 @@ def verdict_warmup(d):
                 v = sv.Verdict(sv.INCONCLUSIVE, f"the first arm is censored at the largest rate in {cens_a} seed(s): "
                                f"the difference is a lower bound ({v.reason})", test=v.test, effect=v.effect,
                                margin=v.margin, checks=v.checks)
+            # A seed's largest stable rate is the grid value below its true limit, so equal grid steps
+            # leave a true difference of up to one step: equivalence within half a step is not
+            # shown. Only the opposite direction (the interval below −margin) fails the claim.
+            elif v.kind == sv.FAILS and sv.region(eff.lo, eff.hi, LR_STEP_MARGIN) == sv.WITHIN:
+                v = sv.Verdict(sv.INCONCLUSIVE, f"{v.reason}, but a largest stable rate is resolved to one grid "
+                               f"step (x{lrs[1] / lrs[0]:.3g}): a true difference of up to one step is not "
+                               f"excluded", test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
             parts.append((label, v))
         cells = []
         for pl in ("pre", "post"):

@@ -24,6 +24,13 @@ FIGURES = ["norm_stability_lr_stability", "norm_stability_init_grads", "norm_sta
 VERDICTS = ("holds", "fails", "depends on", "inconclusive")
 
 
+def _column(path, col, **where):
+    """The values of `col` in the CSV's rows that match `where`."""
+    import csv
+    with open(path, newline="") as f:
+        return [r[col] for r in csv.DictReader(f) if all(r[k] == v for k, v in where.items())]
+
+
 def main():
     mod = import_plots_module("plot_norm_stability")
     with tempfile.TemporaryDirectory() as tmp:
@@ -89,6 +96,49 @@ def main():
         got = row_of(res3, "Padding pollutes")
         check(got["verdict"] in ("fails", "inconclusive: not converged") and "within" in got["reason"],
               f"no gap -> within the margin ({got['verdict']}: {got['reason']})")
+
+        # Train/inference: BatchNorm's eval mode equal to precise BN, every loss off the floor. With both
+        # training padding ranges the shift part decides too (no difference: fails); with one range
+        # the rule cannot tell fails from 'depends on the shift': inconclusive.
+        res7 = fresh(FIXTURE, tmp, "mismatch")
+        flat = set_loss(lambda s, n, m, seed, p: 2.0 + 0.001 * seed if s == "padding" else None)
+        rewrite_csv(os.path.join(res7, "norm_stability_eval.csv"), flat)
+        got = row_of(res7, "different statistics")
+        check(got["verdict"] in ("fails", "inconclusive: not converged"), f"no harm in both parts -> fails ({got['verdict']}: {got['reason']})")
+        lo = min(float(r) for r in _column(os.path.join(res7, "norm_stability.csv"), "train_pad_max", study="padding"))
+
+        def one_range(header, body):
+            i, j = header.index("train_pad_max"), header.index("study")
+            return header, [b for b in body if b[j] != "padding" or float(b[i]) != lo]
+        for t in ("", "_steps", "_eval", "_pilot"):
+            rewrite_csv(os.path.join(res7, f"norm_stability{t}.csv"), one_range)
+        got = row_of(res7, "different statistics")
+        check(got["verdict"] == "inconclusive" and "shift part" in got["reason"],
+              f"one training padding range -> inconclusive ({got['verdict']}: {got['reason']})")
+
+        # Pre vs Post-LN on the largest stable learning rate (2 layers; 1 layer stays at the floor).
+        def stability(pre_ok, post_ok):
+            def fn(header, body):
+                i = {k: header.index(k) for k in ("study", "num_layers", "norm_placement", "lr", "failed")}
+                for b in body:
+                    if b[i["study"]] == "warmup" and b[i["num_layers"]] == "2":
+                        ok = (pre_ok if b[i["norm_placement"]] == "pre" else post_ok)(float(b[i["lr"]]))
+                        b[i["failed"]] = "0" if ok else "1"
+                return header, body
+            return fn
+        # Both stable at the smaller rate only: equal grid steps in every seed; the grid resolves one
+        # step, so equivalence within half a step is not shown.
+        res8 = fresh(FIXTURE, tmp, "warmup_equal")
+        rewrite_csv(os.path.join(res8, "norm_stability.csv"), stability(lambda lr: lr < 0.05, lambda lr: lr < 0.05))
+        got = row_of(res8, "Pre-LN trains")
+        check(got["verdict"] == "inconclusive" and "one grid step" in got["reason"],
+              f"equal largest stable rates -> inconclusive at the grid's resolution ({got['verdict']}: {got['reason']})")
+        # Post-LN stable where Pre-LN is not, in every seed: the opposite direction, fails.
+        res8 = fresh(FIXTURE, tmp, "warmup_post_better")
+        rewrite_csv(os.path.join(res8, "norm_stability.csv"), stability(lambda lr: False, lambda lr: lr < 0.05))
+        got = row_of(res8, "Pre-LN trains")
+        check(got["verdict"] == "fails" and "below" in got["reason"],
+              f"Post-LN more stable -> fails ({got['verdict']}: {got['reason']})")
 
         # One seed makes every rule that needs seeds inconclusive.
         res4 = fresh(FIXTURE, tmp, "one_seed")
