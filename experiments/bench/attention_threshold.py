@@ -6,9 +6,9 @@ Reads a Google Benchmark JSON written by bench_layers (run with --attention_swee
 --benchmark_repetitions the medians are used) and prints, for every (pass, d_model, n_heads,
 causal, nthreads), the two kernels' times per seq_len, their ratio fused / materialised, and the
 shortest seq_len from which the fused kernel is at least as fast at that and every longer length
-(the crossover). Then the largest crossover over all groups of each nthreads, the value for
-nn/attention.hpp's kFusedAttentionMinSeqLen if `auto` should never pick the slower kernel at these
-shapes; and for the paper cell the fused kernel's FLOP rate as a fraction of SGEMM_square's
+(the crossover). Then the largest crossover over the groups of each (causal, nthreads): the value
+for nn/attention.hpp's kFusedAttentionMinSeqLenCausal (causal 1) or kFusedAttentionMinSeqLen
+(causal 0) if `auto` should never pick the slower kernel at these shapes; and for the paper cell the fused kernel's FLOP rate as a fraction of SGEMM_square's
 (same nthreads, same run).
 
 Usage: experiments/bench/attention_threshold.py results/bench/attention_kernel/bench_layers.json
@@ -57,7 +57,7 @@ def main(argv):
     if not groups:
         print("no AttnKernel_* cases in " + argv[1], file=sys.stderr)
         return 2
-    worst = defaultdict(int)  # nthreads -> largest crossover seq_len
+    worst = defaultdict(int)  # (causal, nthreads) -> largest crossover seq_len
     print("pass    d_model n_heads causal nthreads  seq_len batch  fused_ms  mat_ms  ratio")
     for key in sorted(groups):
         lens = sorted(t for t, k in groups[key].items() if {"fused", "materialised"} <= k.keys())
@@ -73,9 +73,9 @@ def main(argv):
             print("%-7s %7d %7d %6d %8d %8d %5d %9.3f %7.3f %6.2f" % (key + (T, k["fused"]["batch"], f, m, f / m)))
         if len(lens) > 1:  # the sweep, not the single paper cell
             print("  crossover: %s" % ("none (fused slower at the longest length)" if crossover is None else crossover))
-            worst[key[4]] = max(worst[key[4]], crossover if crossover is not None else 10**9)
-    for n, T in sorted(worst.items()):
-        print("nthreads %d: largest crossover %s" % (n, "none" if T == 10**9 else T))
+            worst[key[3:5]] = max(worst[key[3:5]], crossover if crossover is not None else 10**9)
+    for (causal, n), T in sorted(worst.items()):
+        print("causal %d, nthreads %d: largest crossover %s" % (causal, n, "none" if T == 10**9 else T))
     for name, r in sorted(all_runs.items()):
         if not name.startswith("AttnKernel_fused") or r.get("flop_per_s") is None:
             continue

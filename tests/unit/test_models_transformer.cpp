@@ -270,7 +270,7 @@ TEST_CASE("Bad transformer configurations throw ConfigError naming the key", "[m
 TEST_CASE("attention_kernel reaches every layer and both kernels give the same model", "[models][transformer]") {
   // Decoder (causal) with ALiBi, encoder with RoPE and padding: logits and parameter gradients of
   // the fused model against the materialised one (same seed, same parameters); auto (the
-  // default) picks by length (nn/attention.hpp kFusedAttentionMinSeqLen).
+  // default) picks by length (nn/attention.hpp kFusedAttentionMinSeqLen[Causal]).
   CHECK(ModelConfig{}.attention_kernel == "auto");
   for (const std::string model : {"transformer_decoder", "transformer_encoder"}) {
     INFO(model);

@@ -408,26 +408,27 @@ TEST_CASE("Attention kernel selection, skipped causal tiles and the memory kept"
   CHECK_THROWS_AS(mha.last_forward_fused(), std::logic_error);
   CHECK(mha.activation_bytes() == 0);
   CHECK(mha.score_entries() == 0);
-  const std::size_t L = kFusedAttentionMinSeqLen;
-  CHECK_FALSE(mha.uses_fused(L - 1, L - 1));
-  CHECK(mha.uses_fused(L, L));
-  CHECK_FALSE(mha.uses_fused(L, 1));  // the shorter side decides (one query: nothing to tile)
+  for (const bool causal : {false, true}) {
+    INFO("causal " << causal);
+    const std::size_t L = causal ? kFusedAttentionMinSeqLenCausal : kFusedAttentionMinSeqLen;
+    CHECK_FALSE(mha.uses_fused(L - 1, L - 1, causal));
+    CHECK(mha.uses_fused(L, L, causal));
+    CHECK_FALSE(mha.uses_fused(L, 1, causal));  // the shorter side decides (one query: nothing to tile)
+    // automatic at the threshold: fused; below: materialised.
+    const std::size_t B = 1;
+    Tensor3 x({B, L, D});
+    rng.fill_normal(x, 0.0f, 1.0f);
+    mha.forward(x, AttentionMask{causal, nullptr});
+    CHECK(mha.last_forward_fused());
+    Tensor3 xs({B, L - 1, D});
+    rng.fill_normal(xs, 0.0f, 1.0f);
+    mha.forward(xs, AttentionMask{causal, nullptr});
+    CHECK_FALSE(mha.last_forward_fused());
+  }
   mha.set_kernel(AttentionKernel::fused);
-  CHECK(mha.uses_fused(1, 1));
+  CHECK(mha.uses_fused(1, 1, false));
   mha.set_kernel(AttentionKernel::materialised);
-  CHECK_FALSE(mha.uses_fused(100000, 100000));
-
-  // automatic at the threshold: fused; below: materialised.
-  mha.set_kernel(AttentionKernel::automatic);
-  const std::size_t B = 1;
-  Tensor3 x({B, L, D});
-  rng.fill_normal(x, 0.0f, 1.0f);
-  mha.forward(x);
-  CHECK(mha.last_forward_fused());
-  Tensor3 xs({B, L - 1, D});
-  rng.fill_normal(xs, 0.0f, 1.0f);
-  mha.forward(xs);
-  CHECK_FALSE(mha.last_forward_fused());
+  CHECK_FALSE(mha.uses_fused(100000, 100000, true));
 
   // Causal self-attention of T = 200 (tiles of 64: 4 x 4, of which the 6 above the diagonal are
   // skipped): the fused kernel computes 10 of 16 tiles; the materialised all T² entries.

@@ -302,7 +302,7 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
   B_ = B;
   Tq_ = Tq;
   Tk_ = Tk;
-  fused_ = uses_fused(Tq, Tk);
+  fused_ = uses_fused(Tq, Tk, mask.causal);
   has_pad_ = mask.key_padding != nullptr;
   if (has_pad_) {
     key_pad_.resize({B, Tk});
@@ -655,13 +655,13 @@ const Tensor4& MultiheadAttention::attention_probs() const {
   return probs_;
 }
 
-bool MultiheadAttention::uses_fused(std::size_t seq_len_q, std::size_t seq_len_k) const {
+bool MultiheadAttention::uses_fused(std::size_t seq_len_q, std::size_t seq_len_k, bool causal) const {
   switch (kernel_) {
     case AttentionKernel::fused: return true;
     case AttentionKernel::materialised: return false;
     case AttentionKernel::automatic: break;
   }
-  return std::min(seq_len_q, seq_len_k) >= kFusedAttentionMinSeqLen;
+  return std::min(seq_len_q, seq_len_k) >= (causal ? kFusedAttentionMinSeqLenCausal : kFusedAttentionMinSeqLen);
 }
 
 bool MultiheadAttention::last_forward_fused() const {

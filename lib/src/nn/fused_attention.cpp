@@ -52,6 +52,14 @@ bool all_padded(const std::uint8_t* key_padded, std::size_t c0, std::size_t nc) 
   return true;
 }
 
+/// True if some key in [c0, c0 + nc) is padding.
+bool any_padded(const std::uint8_t* key_padded, std::size_t c0, std::size_t nc) {
+  if (key_padded == nullptr) return false;
+  for (std::size_t c = c0; c < c0 + nc; ++c)
+    if (key_padded[c] != 0) return true;
+  return false;
+}
+
 /// ALiBi bias magnitude slope·|pos_q − pos_k| as the materialised path computes it (distances are
 /// integers, exact in float below 2^24).
 float alibi_term(float slope, std::size_t pos_q, std::size_t pos_k) {
@@ -80,14 +88,25 @@ void exp_sub_accumulate(float* x, const float* shift, float* sum, std::size_t n)
   }
 }
 
-/// x[c] <- exp(x[c] − shift) for c < n (one shift for the row).
-void exp_sub(float* x, float shift, std::size_t n) {
+/// One row of a backward tile, in one pass: p[c] <- exp(p[c] − L) (p holds the scores, masked
+/// entries −∞) and g[c] <- p[c]·(g[c] − D) (g holds dP) for c < n; p[c] = g[c] = 0 for
+/// n <= c < nc (causally masked).
+void probs_and_score_grads(float* p, float* g, float L, float D, std::size_t n, std::size_t nc) {
   std::size_t c = 0;
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
-  const FBatch bs(shift);
-  for (; c + kLanes <= n; c += kLanes) xsimd::exp(FBatch::load_unaligned(x + c) - bs).store_unaligned(x + c);
+  const FBatch bl(L), bd(D);
+  for (; c + kLanes <= n; c += kLanes) {
+    const FBatch e = xsimd::exp(FBatch::load_unaligned(p + c) - bl);
+    e.store_unaligned(p + c);
+    (e * (FBatch::load_unaligned(g + c) - bd)).store_unaligned(g + c);
+  }
 #endif
-  for (; c < n; ++c) x[c] = std::exp(x[c] - shift);
+  for (; c < n; ++c) {
+    p[c] = std::exp(p[c] - L);
+    g[c] = p[c] * (g[c] - D);
+  }
+  std::fill(p + n, p + nc, 0.0f);
+  std::fill(g + n, g + nc, 0.0f);
 }
 
 /// x[c] <- exp(x[c]) for c < n.
@@ -212,12 +231,15 @@ void fused_backward_head(const FusedHead& h, const float* o, std::size_t ldo, co
   float* dVt = s.acc_a.data();  // dV_Jᵀ [d_k, w]
   float* dKt = s.acc_b.data();  // dK_Jᵀ (without 1/√d_k) [d_k, w]
   float* D = s.delta.data();
+  // dQ as dQ_I += dS K_J (d_k wide) when d_k fills at least 7/8 of its tiles' columns, else
+  // transposed, dQ_Iᵀ += K_Jᵀ dS_IJᵀ, into dQᵀ [d_k, w(Tq)] of the whole head (fused_attention.hpp).
+  const bool dq_direct = head_panel_width(d) * 7 <= d * 8;
   const std::size_t tq_w = head_panel_width(Tq);
-  s.acc_q.assign(d * tq_w, 0.0f);
-  float* dQt = s.acc_q.data();  // dQᵀ [d_k, w(Tq)] of the whole head (with 1/√d_k)
+  s.acc_q.assign(dq_direct ? 0 : d * tq_w, 0.0f);
+  float* dQt = s.acc_q.data();
 
-  // D_i = rowsum(dO ∘ O)_i = rowsum(dP ∘ P)_i (Dao 2023, Algorithm 2 line 4); dq starts at 0
-  // (dk_adds: the dK contributions are added onto it, and dQ at the end).
+  // D_i = rowsum(dO ∘ O)_i = rowsum(dP ∘ P)_i (Dao 2023, Algorithm 2); dq starts at 0
+  // (both dQ and, with dk_adds, the dK contributions are added onto it).
   for (std::size_t r = 0; r < Tq; ++r) {
     const float* orow = o + r * ldo;
     const float* grow = do_ + r * lddo;
@@ -240,46 +262,46 @@ void fused_backward_head(const FusedHead& h, const float* o, std::size_t ldo, co
       const float* Vj = h.v + c0 * h.ldv;
       pack_head_panel(true, d, nc, Kj, h.ldk, s.panel_a);   // K_Jᵀ [d_k, w]
       pack_head_panel(true, d, nc, Vj, h.ldv, s.panel_b);   // V_Jᵀ [d_k, w]
+      const bool tile_padded = any_padded(h.key_padded, c0, nc);
+      if (dq_direct) pack_head_panel(false, nc, d, Kj, h.ldk, s.panel_c);  // K_J [nc, w(d_k)]
       for (std::size_t r0 = rfirst / kFusedBr * kFusedBr; r0 < Tq; r0 += kFusedBr) {
         const std::size_t nr = std::min(kFusedBr, Tq - r0);
         const float* Qi = h.q + r0 * h.ldq;
         const float* dOi = do_ + r0 * lddo;
-        // S_IJ = Q_I K_Jᵀ / √d_k, then P_IJ = exp(S_IJ + A_IJ − L_I) with masked entries 0.
+        // S_IJ = Q_I K_Jᵀ / √d_k and dP_IJ = dO_I V_Jᵀ: [nr, d_k] x [d_k, nc] each; then per row
+        // P = exp(S + A − L) with masked entries 0 (L = +∞, no visible key: all 0) and
+        // dS = P ∘ (dP − D) in one pass.
         panel_gemm<false>(nr, nc, d, h.scale, Qi, h.ldq, s.panel_a.data(), 0.0f, P, w);
+        panel_gemm<false>(nr, nc, d, 1.0f, dOi, lddo, s.panel_b.data(), 0.0f, G, w);
         for (std::size_t r = 0; r < nr; ++r) {
           float* row = P + r * w;
           const std::size_t pq = h.q_offset + r0 + r;
           const std::size_t n = h.causal ? (pq + 1 > pk0 ? std::min(nc, pq + 1 - pk0) : 0) : nc;
           if (h.alibi)
             for (std::size_t c = 0; c < n; ++c) row[c] -= alibi_term(h.slope, pq, pk0 + c);
-          exp_sub(row, lse[r0 + r], n);  // L = +∞ (no visible key): 0
-          std::fill(row + n, row + nc, 0.0f);
-          if (h.key_padded)
+          if (tile_padded)
             for (std::size_t c = 0; c < n; ++c)
-              if (h.key_padded[c0 + c]) row[c] = 0.0f;
-        }
-        // dP_IJ = dO_I V_Jᵀ: [nr, d_k] x [d_k, nc]; dS = P ∘ (dP − D_I).
-        panel_gemm<false>(nr, nc, d, 1.0f, dOi, lddo, s.panel_b.data(), 0.0f, G, w);
-        for (std::size_t r = 0; r < nr; ++r) {
-          const float* prow = P + r * w;
-          float* grow = G + r * w;
-          const float Dr = D[r0 + r];
-          for (std::size_t c = 0; c < nc; ++c) grow[c] = prow[c] * (grow[c] - Dr);
+              if (h.key_padded[c0 + c]) row[c] = kNegInf;
+          probs_and_score_grads(row, G + r * w, lse[r0 + r], D[r0 + r], n, nc);
         }
         // dV_Jᵀ += dO_Iᵀ P_IJ and dK_Jᵀ += Q_Iᵀ dS_IJ: [d_k, nr] x [nr, nc], P and dS as panels.
         panel_gemm<true>(d, nc, nr, 1.0f, dOi, lddo, P, 1.0f, dVt, w);
         panel_gemm<true>(d, nc, nr, 1.0f, Qi, h.ldq, G, 1.0f, dKt, w);
-        // dQ_Iᵀ += K_Jᵀ dS_IJᵀ / √d_k: [d_k, nc] x [nc, nr], dS transposed into a panel. (As
-        // dQ_I += dS K_J the product would be d_k wide, a fraction of a tile's columns at small
-        // head sizes: d_k = 4 took 9 % more instructions in all, AVX2.)
-        pack_head_panel(true, nc, nr, G, w, s.panel_c);  // dS_IJᵀ [nc, w(nr)]
-        panel_gemm<true>(d, nr, nc, h.scale, Kj, h.ldk, s.panel_c.data(), 1.0f, dQt + r0, tq_w);
+        // dQ_I += dS_IJ K_J / √d_k ([nr, nc] x [nc, d_k]), or dQ_Iᵀ += K_Jᵀ dS_IJᵀ / √d_k
+        // ([d_k, nc] x [nc, nr], dS transposed into a panel) when d_k would leave a tile's
+        // columns idle (d_k = 4, AVX2: 9 % fewer instructions in all).
+        if (dq_direct) {
+          panel_gemm<false>(nr, d, nc, h.scale, G, w, s.panel_c.data(), 1.0f, dq + r0 * lddq, lddq);
+        } else {
+          pack_head_panel(true, nc, nr, G, w, s.panel_c);  // dS_IJᵀ [nc, w(nr)]
+          panel_gemm<true>(d, nr, nc, h.scale, Kj, h.ldk, s.panel_c.data(), 1.0f, dQt + r0, tq_w);
+        }
       }
     }
     write_transposed(dVt, w, d, nc, 1.0f, dv + c0 * lddv, lddv, false);
     write_transposed(dKt, w, d, nc, h.scale, dk + c0 * lddk, lddk, dk_adds);
   }
-  write_transposed(dQt, tq_w, d, Tq, 1.0f, dq, lddq, true);  // onto 0 (or onto dK: dk_adds)
+  if (!dq_direct) write_transposed(dQt, tq_w, d, Tq, 1.0f, dq, lddq, true);  // onto 0 (or dK: dk_adds)
 }
 
 }  // namespace seqlab::detail

@@ -27,8 +27,10 @@
 // Here the tile is held upright, [nr, nc] (nc = Bc wide): S = Q_I K_Jᵀ and dP = dO_I V_Jᵀ use
 // panels of K_Jᵀ, V_Jᵀ packed once per key tile; dV_Jᵀ += dO_Iᵀ P and dK_Jᵀ += Q_Iᵀ dS take P and
 // dS as their panels directly (accumulated transposed, [d_k, Bc], and written out once per key
-// tile); dQ_Iᵀ += K_Jᵀ dS_IJᵀ takes dS transposed into a panel and accumulates dQᵀ [d_k, Tq] of
-// the whole head, written out at the end. No product has d_k as its wide side.
+// tile); dQ_I += dS K_J accumulates into the caller's dQ rows when d_k fills at least 7/8 of the
+// tiles' columns (kHeadNR), otherwise dQ_Iᵀ += K_Jᵀ dS_IJᵀ takes dS transposed into a panel and
+// accumulates dQᵀ [d_k, Tq] of the whole head, written out at the end: no product leaves most
+// of a tile's columns idle at small head sizes.
 //
 // Causal tiles: tile (I, J) is computed iff some query of I may see some key of J, i.e.
 // k_offset + c0 <= q_offset + r0 + nr − 1 (the same tiles in both passes); only tiles that

@@ -94,8 +94,9 @@ struct ModelConfig {
   std::string rope_pairing = "interleaved";  // rope*: interleaved (RoFormer) | halves (GPT-NeoX)
   std::string attention_kernel = "auto";  // auto | fused | materialised: the per-head kernel of
                                         // every MultiheadAttention (nn/attention.hpp
-                                        // AttentionKernel; auto: fused from seq_len
-                                        // kFusedAttentionMinSeqLen); the same function either way
+                                        // AttentionKernel; auto: fused from a seq_len threshold,
+                                        // kFusedAttentionMinSeqLen[Causal]); the same function
+                                        // either way
 
   /// The checks follow the family's registry entry (models/model_registry.hpp): model (a
   /// registered name), input, [entry.validate_input], the input fields, [entry.validate_body],

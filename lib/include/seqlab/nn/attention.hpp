@@ -96,7 +96,8 @@ struct AttentionMask {
 
 /// Which per-head kernel MultiheadAttention runs (file comment: "Materialised kernel", "Fused
 /// kernel"). Both compute the same function and gradients (to float rounding).
-///   automatic:    fused when min(Tq, Tk) >= kFusedAttentionMinSeqLen, else materialised
+///   automatic:    fused when min(Tq, Tk) >= kFusedAttentionMinSeqLenCausal (causal mask on) or
+///                 >= kFusedAttentionMinSeqLen (off), else materialised
 ///   fused:        always the fused kernel (memory O(B·h·Tq) for the softmax)
 ///   materialised: always the materialised kernel (keeps P [B, h, Tq, Tk])
 /// Reading the attention weights works with every kernel: attention_probs() after a fused forward
@@ -109,15 +110,19 @@ AttentionKernel parse_attention_kernel(const std::string& name);
 /// The name parse_attention_kernel accepts for `kernel` ("auto" for automatic).
 std::string to_string(AttentionKernel kernel);
 
-/// Shortest sequence (min(Tq, Tk)) for which AttentionKernel::automatic runs the fused kernel.
-/// Measured: the bench_layers cases MHAKernel_* time both kernels over seq_len 64..2048 at the
-/// experiments' small d_model and n_heads (experiments/bench/README.md, "Choosing the attention
-/// kernel"). Provisional until measured on an idle machine: 256 is the length from which one
-/// head's [T, T] probability block (256 KiB and more) no longer fits beside its other operands in
-/// a 1 MiB L2, so the materialised kernel starts streaming it from memory, and from which the
-/// causal mask lets the fused kernel skip a large share of its tiles; instruction counts
-/// (callgrind) of the two kernels are in the README.
-inline constexpr std::size_t kFusedAttentionMinSeqLen = 256;
+/// Shortest sequence (min(Tq, Tk)) for which AttentionKernel::automatic runs the fused kernel,
+/// with the causal mask and without. To be measured: the bench_layers cases AttnKernel_* time
+/// both kernels over seq_len 64..2048 at the experiments' small d_model and n_heads, and
+/// experiments/bench/attention_threshold.py reads the crossover (experiments/bench/README.md,
+/// "Choosing the attention kernel"). Provisional values, from instruction counts (callgrind,
+/// AVX2 build, README): with the causal mask the fused kernel skips about half the tiles and
+/// executes fewer instructions than the materialised one from seq_len 256 (d_model 32, 2 heads);
+/// without it, it executes a fifth to a third more at every length (its backward recomputes the
+/// scores: five products per tile instead of four), and gains only the memory traffic of P, which
+/// no longer fits in a 1-2 MiB L2 from about seq_len 512 (one head's P is 4·T² bytes, the
+/// materialised backward streams P and a [T, T] scratch): 1024 until measured.
+inline constexpr std::size_t kFusedAttentionMinSeqLenCausal = 256;
+inline constexpr std::size_t kFusedAttentionMinSeqLen = 1024;
 
 class MultiheadAttention : public Module {
  public:
@@ -203,8 +208,8 @@ class MultiheadAttention : public Module {
   /// uses the kernel its forward used.
   void set_kernel(AttentionKernel kernel) { kernel_ = kernel; }
   AttentionKernel kernel() const { return kernel_; }
-  /// True if a forward with these lengths would run the fused kernel under kernel().
-  bool uses_fused(std::size_t seq_len_q, std::size_t seq_len_k) const;
+  /// True if a forward with these lengths and mask.causal would run the fused kernel under kernel().
+  bool uses_fused(std::size_t seq_len_q, std::size_t seq_len_k, bool causal) const;
   /// True if the last forward ran the fused kernel. Throws std::logic_error before any forward.
   bool last_forward_fused() const;
   /// Bytes of the buffers the last forward keeps for backward (and attention_probs /
