@@ -53,12 +53,15 @@
 // (k_offset + first key <= q_offset + last query), the others are skipped (about half the tiles
 // of a long self-attention), and only the tiles on the diagonal are masked entry by entry; key
 // tiles that are all padding are skipped too. Key padding, ALiBi and RoPE enter exactly as in the
-// materialised kernel (the same scores, bit for bit: the same per-element FMA chain), so the two
-// kernels differ only by the order of the softmax's float operations: outputs and gradients agree
-// to float rounding (tests/unit/test_nn_attention_fused.cpp), not bit for bit. A fully masked row
-// gives ℓ = 0: context 0 (output out_proj.bias) and L = +∞, so its P is 0 and its gradients are 0
-// and finite, as in the materialised kernel. Memory kept for backward: L, 4·B·h·Tq bytes, instead
-// of 4·B·h·Tq·Tk (activation_bytes() reports both kinds); backward scratch a few tiles per thread.
+// materialised kernel (the same scores, bit for bit for d_k <= 256: the same per-element FMA
+// chain), so the two kernels differ only by the order of the softmax's float operations: outputs
+// and gradients agree to float rounding (tests/unit/test_nn_attention_fused.cpp), not bit for
+// bit. A fully masked row gives ℓ = 0: context 0 (output out_proj.bias) and L = +∞, so its P is
+// 0 and its gradients are 0 and finite, as in the materialised kernel. Memory kept for backward:
+// L, 4·B·h·Tq bytes, instead of 4·B·h·Tq·Tk (activation_bytes() reports both kinds); backward
+// scratch per thread: a few 64 x 64 tiles and, at small d_k, dQᵀ of one head [d_k, Tq]. Which
+// kernel runs: kernel(), by default AttentionKernel::automatic (fused from a seq_len threshold,
+// below).
 //
 // Both kernels: with a thread budget above 1 (core/threads.hpp) the heads are split between that
 // many threads of our own, with OpenBLAS at one thread meanwhile (the two never oversubscribe;
