@@ -13,18 +13,23 @@
 #                           SEQLAB_SANITIZE_ALL=1 runs those too.
 #   ./run_all.sh deps       only install what is missing
 #   ./run_all.sh build      install and build
-# Options (main job): --scale quick|paper (default quick), --jobs N (parallel cells, default: cores),
-#                     --force (recompute finished cells)
+# Options (main job): --scale quick|standard|paper (default quick), --jobs N (parallel cells,
+#                     default: cores), --force (recompute finished cells)
+#                     quick writes results/<experiment>/ and results/REPORT.md; standard and paper
+#                     write results/<scale>/<experiment>/ and results/<scale>/REPORT.md, so the
+#                     main job never overwrites a longer run.
 # Environment: SEQLAB_BUILD_DIR (default build/release), PYTHON (default /usr/bin/python3).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
-# The one list of Debian 12 packages seqlab needs (build, tests, plots).
+# The one list of Debian 12 packages seqlab needs (build, tests, plots, and the King James Version
+# that the text task prepares as its default corpus).
 PACKAGES=(
   cmake ninja-build g++ git
   libopenblas-dev libxtensor-dev libxtensor-blas-dev libxsimd-dev
   libboost-program-options-dev libbenchmark-dev catch2 nlohmann-json3-dev
   python3 python3-numpy python3-matplotlib
+  bible-kjv bible-kjv-text
 )
 EXPERIMENTS=(parallel_speedup long_range_recall position_extrapolation norm_stability attention_ablations)
 # Experiments that time themselves run one cell at a time (cells in parallel would share the cores
@@ -86,9 +91,13 @@ run_tests() {
   ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" "${exclude[@]}"
 }
 
+# results/ for the quick scale, results/<scale>/ for the others.
+results_root() { if [ "$1" = quick ]; then echo results; else echo "results/$1"; fi; }
+
 run_experiment() {
   local name=$1 scale=$2 jobs=$3 force=$4
-  local bin="$BUILD_DIR/experiments/$name" out="results/$name"
+  local bin="$BUILD_DIR/experiments/$name" out
+  out="$(results_root "$scale")/$name"
   [ -n "${SERIAL[$name]:-}" ] && jobs=1
   [ -x "$bin" ] || die "experiment binary $bin not built"
   local n
@@ -110,21 +119,25 @@ main_job() {
   jobs=$(nproc)
   while [ $# -gt 0 ]; do
     case "$1" in
-      --scale) scale=${2:?--scale needs quick or paper}; shift 2 ;;
+      --scale) scale=${2:?--scale needs quick, standard or paper}; shift 2 ;;
       --jobs) jobs=${2:?--jobs needs a number}; shift 2 ;;
       --force) force=--force; shift ;;
-      *) die "unknown option '$1' (allowed: --scale quick|paper, --jobs N, --force)" 2 ;;
+      *) die "unknown option '$1' (allowed: --scale quick|standard|paper, --jobs N, --force)" 2 ;;
     esac
   done
-  case "$scale" in quick|paper) ;; *) die "--scale '$scale' is not allowed (quick or paper)" 2 ;; esac
+  case "$scale" in quick|standard|paper) ;; *) die "--scale '$scale' is not allowed (quick, standard or paper)" 2 ;; esac
   [[ "$jobs" =~ ^[1-9][0-9]*$ ]] || die "--jobs '$jobs' must be a positive integer" 2
+  local e root
+  root=$(results_root "$scale")
+  for e in "${EXPERIMENTS[@]}"; do
+    [ -f "experiments/$e/configs/$scale.ini" ] || die "experiments/$e/configs/$scale.ini is missing: scale '$scale' is not defined for $e" 2
+  done
   install_deps
   build
-  local e
   for e in "${EXPERIMENTS[@]}"; do run_experiment "$e" "$scale" "$jobs" "$force"; done
   local report
-  report=$("$PYTHON" plots/make_report.py results)
-  say "done: results in $(pwd)/results"
+  report=$("$PYTHON" plots/make_report.py "$root")
+  say "done: results in $(pwd)/$root"
   say "report: $report"
 }
 

@@ -6,8 +6,11 @@ usage: make_report.py [RESULTS_DIR]   (default: results)
 For each claim of the README's claims table (the five of the design), the report takes the
 experiment's results directory RESULTS_DIR/<experiment>/ and asks the experiment's plot module
 (plots/plot_<experiment>.py) for its verdicts(results_dir): rows of (claim, measured, anchor,
-verdict, rule), each computed from that run's CSVs by the rule it states. Nothing in the table is
-written by hand. An experiment that has not been run (no <experiment>.csv) is listed as "not run".
+verdict, rule) plus the verdict's parts (plots/seqlab_verdict.py, Verdict.row: kind, reason, test,
+effect, margin, checks), each computed from that run's CSVs by the rule it states. Each row shows
+the test, the effect with its interval, the margin and the artifact checks (ceiling, floor,
+converged, controls matched); each claim gets a count by verdict kind, 'by construction' shown
+but not counted as evidence. Nothing in the table is written by hand. An experiment that has not been run (no <experiment>.csv) is listed as "not run".
 The figures are every RESULTS_DIR/<experiment>/figures/*.png, linked relative to the report.
 
 Exit status: 0 written; 2 a malformed CSV, meta.json or column (the message names it; nothing is
@@ -23,6 +26,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import seqlab_style as st  # noqa: E402
+import seqlab_verdict as sv  # noqa: E402
 
 # The claims under test, in the README's order: (number, experiment, claim as stated there).
 CLAIMS = [
@@ -46,9 +50,26 @@ CLAIMS = [
 ]
 
 VERDICT_RULE = ("Each row's verdict is computed by the experiment's plot module "
-                "(plots/plot_<experiment>.py, function verdicts) from the CSVs of this run, by the "
-                "rule in its last column; 'inconclusive' means the run was too small or too noisy "
-                "for the rule to decide.")
+                "(plots/plot_<experiment>.py, function verdicts) from the CSVs of this run, with the "
+                "statistics of plots/seqlab_stats.py and the rules of plots/seqlab_verdict.py, the "
+                "same for every claim: **holds** / **fails** only on positive evidence (the effect's "
+                "95 % interval beyond the margin in the claimed / the opposite direction; where a "
+                "difference is claimed, equivalence shown within the margin also fails); "
+                "**inconclusive: ceiling** / **floor** when every compared arm is within the margin of "
+                "the optimum / of the baseline (the best predictor that ignores the dependency); "
+                "**inconclusive: not converged** when a curve that could overturn the verdict still "
+                "moves at the end (last 20 % of the logged steps); plain **inconclusive** when the "
+                "interval straddles the margin or there are fewer than 3 paired seeds; **depends on …** "
+                "when the data show a condition; **by construction** for what the code guarantees "
+                "(shown, not counted as evidence). The row's last columns give the test, the effect "
+                "with its interval, the margin, the artifact checks and the specific rule; 'controls "
+                "matched' checks parameter counts within ±5 % and the same training examples and "
+                "supervised positions, not how learning rates were chosen (each experiment's README "
+                "says).")
+
+# The keys every verdicts() row carries (seqlab_verdict.Verdict.row).
+ROW_KEYS = ("claim", "measured", "anchor", "verdict", "rule", "kind", "reason", "test", "effect",
+            "margin", "checks")
 
 
 def load_plot_module(name):
@@ -94,25 +115,26 @@ def experiment_section(res, num, name):
         raise st.DataError(f"{meta_path}: missing (every merged experiment writes one)")
     mod = load_plot_module(name)
     if mod is None or not hasattr(mod, "verdicts"):
-        rows = [dict(claim=f"claim {num}", measured="(no verdicts() in plots/plot_%s.py)" % name,
-                     anchor="", verdict="inconclusive", rule="no decision rule implemented")]
+        rows = [sv.Verdict(sv.INCONCLUSIVE, "no decision rule implemented").row(
+            f"claim {num}", "(no verdicts() in plots/plot_%s.py)" % name, "", "no decision rule implemented")]
     else:
         rows = mod.verdicts(exp_dir)
         for r in rows:
-            missing = [k for k in ("claim", "measured", "anchor", "verdict", "rule") if k not in r]
+            missing = [k for k in ROW_KEYS if k not in r]
             if missing:
                 raise st.DataError(f"plots/plot_{name}.py: verdicts() row lacks {', '.join(missing)}")
+            if r["kind"] not in sv.KINDS:
+                raise st.DataError(f"plots/plot_{name}.py: verdict kind {r['kind']!r} is not one of "
+                                   f"{', '.join(sv.KINDS)}")
     figs = sorted(glob.glob(os.path.join(exp_dir, "figures", "*.png")))
     figs = [os.path.relpath(p, res) for p in figs]
     return meta, rows, figs
 
 
-def verdict_counts(rows):
-    """'holds 2, fails 1, inconclusive 1, conditional 1' for verdicts() rows; conditional: any other
-    verdict (e.g. 'depends on the recurrent cell'), shown only when there is one."""
-    n = {k: sum(r["verdict"] == k for r in rows) for k in ("holds", "fails", "inconclusive")}
-    n["conditional"] = len(rows) - sum(n.values())
-    return ", ".join(f"{k} {v}" for k, v in n.items() if v or k != "conditional")
+def checks_cell(checks):
+    """'ceiling no · floor no · converged yes · controls n.a.' from a row's checks."""
+    names = dict(ceiling="ceiling", floor="floor", converged="converged", controls="controls matched")
+    return " · ".join(f"{names[c]} {checks.get(c, 'n.a.')}" for c in sv.CHECKS)
 
 
 def render(res):
@@ -171,21 +193,25 @@ def render(res):
     out.append("")
     for num, name, claim, meta, rows, figs in sections:
         if meta:
-            out.append(f"- Claim {num} ({name}): {verdict_counts(rows)}.")
+            out.append(f"- Claim {num} ({name}): {sv.counts(rows)}.")
     out.append("")
 
     out.append("## Claims")
     out.append("")
-    out.append("| # | claim | sub-claim | measured | anchor | verdict | rule |")
-    out.append("|---|---|---|---|---|---|---|")
+    out.append("| # | claim | sub-claim | measured | anchor | verdict | test | effect (95 % interval) "
+               "| margin | artifact checks | rule |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for num, name, claim, meta, rows, figs in sections:
         if not meta:
-            out.append(f"| {num} | {md_cell(claim)} | | | | **not run** | `{name}` has no results here |")
+            out.append(f"| {num} | {md_cell(claim)} | | | | **not run** | | | | | `{name}` has no results here |")
             continue
         for i, r in enumerate(rows):
             head = f"{num} | {md_cell(claim)}" if i == 0 else " | "
+            why = f": {md_cell(r['reason'])}" if r["reason"] else ""
             out.append(f"| {head} | {md_cell(r['claim'])} | {md_cell(r['measured'])} | "
-                       f"{md_cell(r['anchor'])} | **{md_cell(r['verdict'])}** | {md_cell(r['rule'])} |")
+                       f"{md_cell(r['anchor'])} | **{md_cell(r['verdict'])}**{why} | {md_cell(r['test'])} | "
+                       f"{md_cell(r['effect'])} | {md_cell(r['margin'])} | {md_cell(checks_cell(r['checks']))} | "
+                       f"{md_cell(r['rule'])} |")
     out.append("")
 
     out.append("## Figures")

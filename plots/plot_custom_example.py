@@ -18,7 +18,9 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import seqlab_stats as ss  # noqa: E402
 import seqlab_style as st  # noqa: E402
+import seqlab_verdict as sv  # noqa: E402
 
 NAME = "custom_example"
 COLS = ["positional_encoding", "seed", "seq_len", "steps", "n_params", "train_loss", "test_loss",
@@ -28,6 +30,7 @@ NEW = "ramp"            # the encoding the example registers
 REFERENCE = "sinusoidal"  # the built-in it is compared with
 MARGIN = 0.05          # accuracy points: "as good as" the reference within this
 SOLVED = 0.5           # accuracy: "solved at least half" (chance is 1 / vocab_size)
+CEILING_MARGIN = 0.02  # accuracy: both arms within this of 1 (ceiling) or of chance (floor)
 
 
 class Data:
@@ -89,72 +92,76 @@ def fig_accuracy(data, out_dir):
     return st.save(fig, out_dir, f"{NAME}_accuracy")
 
 
-def _paired(data, a, b):
-    """Per-seed accuracy differences a - b over the seeds both ran without diverging."""
-    seeds = sorted(set(data.acc[a]) & set(data.acc[b]))
-    return [data.acc[a][s] - data.acc[b][s] for s in seeds
-            if not (math.isnan(data.acc[a][s]) or math.isnan(data.acc[b][s]))]
-
-
 def _need(data, enc):
     if enc not in data.acc:
         raise st.DataError(f"{data.path}: no rows for positional_encoding {enc} (the verdicts compare "
                            f"{NEW}, {REFERENCE} and none)")
 
 
+def _by_seed(data, enc):
+    """{seed: accuracy} and the seeds whose run diverged (their accuracy is nan in data.acc)."""
+    acc = {s: v for s, v in data.acc[enc].items() if not math.isnan(v)}
+    div = {s for s, v in data.acc[enc].items() if math.isnan(v)}
+    return acc, div
+
+
 def verdict_new_encoding(data):
     _need(data, NEW)
     _need(data, REFERENCE)
-    diffs = _paired(data, NEW, REFERENCE)
-    mu, ci = st.mean_ci95(diffs)
-    m_new = st.mean_ci95(list(data.acc[NEW].values()))
-    m_ref = st.mean_ci95(list(data.acc[REFERENCE].values()))
-    if len(diffs) < 3:
-        verdict = "inconclusive"
-    elif mu - ci > -MARGIN:
-        verdict = "holds"
-    elif mu + ci < -MARGIN:
-        verdict = "fails"
-    else:
-        verdict = "inconclusive"
-    return dict(
+    a, da = _by_seed(data, NEW)
+    b, db = _by_seed(data, REFERENCE)
+    chance = data.chance if data.chance is not None else float("nan")
+    eff = ss.paired_difference(a, b, diverged_a=da, diverged_b=db,
+                               worst=None if math.isnan(chance) else chance,
+                               what=f"{NEW} − {REFERENCE}, test accuracy")
+    m_new = st.mean_ci95(list(a.values()))
+    m_ref = st.mean_ci95(list(b.values()))
+    v = sv.decide(eff, MARGIN, sv.NO_WORSE, unit="accuracy",
+                  ceiling=sv.at_ceiling([m_new[0], m_ref[0]], 1.0, CEILING_MARGIN),
+                  floor=sv.at_floor([m_new[0], m_ref[0]], chance, CEILING_MARGIN), controls=True,
+                  level_margin=CEILING_MARGIN,
+                  levels=f"means {m_new[0]:.3f}, {m_ref[0]:.3f}; chance {chance:g}")
+    return v.row(
         claim=f"the new '{NEW}' encoding (one learned direction × position, registered by the example) "
               f"carries the position information of the previous-token task as well as {REFERENCE}",
         measured=f"test accuracy {NEW} {_fmt(*m_new)}, {REFERENCE} {_fmt(*m_ref)}; paired difference "
-                 f"{_fmt(mu, ci)} ({len(diffs)} seeds, {data.steps} updates; "
-                 f"{data.diverged[NEW]} diverged runs of {NEW})",
+                 f"{_fmt(eff.value, eff.value - eff.lo) if eff.known else 'n/a'} ({eff.n} seeds, {data.steps} "
+                 f"updates; {data.diverged[NEW]} diverged runs of {NEW})",
         anchor="no paper number (a toy encoding); the reference is the sinusoidal encoding of Vaswani "
                "et al. 2017 §3.5 on the same task and seeds",
-        verdict=verdict,
-        rule=f"95% CI of the per-seed accuracy difference {NEW} − {REFERENCE}: holds if its lower bound "
-             f"is above −{MARGIN} (at most {MARGIN * 100:.0f} points worse), fails if its upper bound is "
-             f"below −{MARGIN}; inconclusive otherwise or with fewer than 3 seeds")
+        rule=f"non-inferiority: the paired per-seed accuracy difference {NEW} − {REFERENCE} (95 % t-interval; a "
+             f"diverged run counts as chance): holds if its lower bound is above −{MARGIN:g} (at most "
+             f"{MARGIN * 100:.0f} points worse), fails if its upper bound is below −{MARGIN:g}; inconclusive: "
+             f"ceiling / floor if both are within {CEILING_MARGIN:g} of accuracy 1 / of chance; fewer than "
+             f"{sv.MIN_SEEDS} seeds: inconclusive")
 
 
 def verdict_needs_position(data):
     _need(data, "none")
-    vals = [v for v in data.acc["none"].values() if not math.isnan(v)]
-    mu, ci = st.mean_ci95(vals)
-    if len(vals) < 3:
-        verdict = "inconclusive"
-    elif mu + ci < SOLVED:
-        verdict = "holds"
-    elif mu - ci > SOLVED:
-        verdict = "fails"
-    else:
-        verdict = "inconclusive"
-    chance = f"{data.chance:g}" if data.chance is not None else "?"
-    return dict(
+    _need(data, REFERENCE)
+    vals, _ = _by_seed(data, "none")
+    eff = ss.mean_interval([v - SOLVED for v in vals.values()],
+                           what=f"accuracy without an encoding − {SOLVED:g}")
+    mu, ci = st.mean_ci95(list(vals.values()))
+    ref = st.mean_ci95(list(_by_seed(data, REFERENCE)[0].values()))[0]
+    chance = data.chance if data.chance is not None else float("nan")
+    # Floor: the reference arm too at chance means the budget taught nothing (not that position
+    # information is missing); 'none' at chance alone is the claim's own evidence.
+    v = sv.decide(eff, 0.0, sv.LESS, unit="accuracy", margin_text=f"the threshold {SOLVED:g}",
+                  floor=sv.at_floor([mu, ref], chance, CEILING_MARGIN), level_margin=CEILING_MARGIN,
+                  levels=f"none {mu:.3f}, {REFERENCE} {ref:.3f}; chance {chance:g}")
+    chance_txt = f"{data.chance:g}" if data.chance is not None else "?"
+    return v.row(
         claim="without any positional encoding a causal Transformer cannot copy the previous token "
               "(it has no position information)",
         measured=f"test accuracy with positional_encoding = none {_fmt(mu, ci)} ({len(vals)} seeds, "
-                 f"chance {chance})",
+                 f"chance {chance_txt}; {REFERENCE} {ref:.3f})",
         anchor="Haviv et al. 2022 (arXiv 2203.16634): causal language models without positional "
                "encodings still learn positional information (perplexity close to models with them)",
-        verdict=verdict,
-        rule=f"mean ± 95% CI of the accuracy without an encoding: holds if the upper bound is below "
-             f"{SOLVED}, fails if the lower bound is above {SOLVED} (the causal mask alone gave position "
-             f"information); inconclusive otherwise or with fewer than 3 seeds")
+        rule=f"mean accuracy without an encoding against {SOLVED} (t-interval over seeds): holds if the "
+             f"interval lies below {SOLVED}, fails if above it (the causal mask alone gave position "
+             f"information); inconclusive: floor if {REFERENCE} too stays within {CEILING_MARGIN:g} of chance "
+             f"(the budget taught nothing); fewer than {sv.MIN_SEEDS} seeds: inconclusive")
 
 
 def verdicts(results_dir):

@@ -22,7 +22,9 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import seqlab_stats as ss  # noqa: E402
 import seqlab_style as st  # noqa: E402
+import seqlab_verdict as sv  # noqa: E402
 
 NAME = "norm_stability"
 NORMS = ["layer_norm", "batch_norm", "masked_batch_norm", "rms_norm", "none"]
@@ -35,18 +37,16 @@ MAIN_COLS = ["study", "norm", "norm_placement", "batch", "pad_fraction", "warmup
              "seed", "initial_loss", "diverged", "diverged_step", "failed", "final_train_loss",
              "loss_volatility", "mu_dev_late", "var_dev_late", "pad_mean_shift_late",
              "acc_train_mode", "acc_eval_mode", "train_eval_gap", "chance_accuracy", "steps"]
-STEP_COLS = ["study", "norm", "norm_placement", "batch", "pad_fraction", "seed", "step", "loss",
-             "mu_dev", "var_dev"]
+STEP_COLS = ["study", "norm", "norm_placement", "batch", "pad_fraction", "warmup_steps", "lr", "seed",
+             "step", "loss", "mu_dev", "var_dev"]
 EVAL_COLS = ["study", "norm", "batch", "pad_fraction", "seed", "eval_pad_fraction", "mode",
              "accuracy"]
 
-# Decision thresholds of the verdicts (README.md "Verdict rules").
-MIN_SEEDS = 3
-ACC_EFFECT = 0.02      # accuracy difference (fraction) that counts as harm
-BATCH_EFFECT = 0.05    # growth of BatchNorm's deficit to LayerNorm from the largest to the smallest batch
+# Decision margins of the verdicts (README.md "Verdict rules").
+ACC_EFFECT = 0.02      # accuracy difference (fraction) that counts; also the ceiling / floor margin
+BATCH_SLOPE = 0.01     # change of LayerNorm's lead over BatchNorm per doubling of the batch
 NOISE_RATIO = 1.5      # deviation at the smallest batch / at the largest
-GAP_EFFECT = 0.02      # |train-mode − eval-mode accuracy|
-RATE_EFFECT = 0.5      # failure-rate difference Post-LN − Pre-LN
+GAP_EFFECT = 0.02      # train-mode − eval-mode accuracy
 
 
 class Data:
@@ -81,8 +81,8 @@ class Data:
     def steps(self):
         if self._steps is None:
             self._steps = self._parse(st.read_csv(self.steps_path, STEP_COLS), self.steps_path,
-                                      ["batch", "pad_fraction", "seed", "step", "loss", "mu_dev",
-                                       "var_dev"])
+                                      ["batch", "pad_fraction", "warmup_steps", "lr", "seed", "step",
+                                       "loss", "mu_dev", "var_dev"])
         return self._steps
 
     def evals(self):
@@ -327,8 +327,38 @@ def fig_shift(d, out_dir, note):
 
 def _seed_note(d):
     n = len(d.seeds())
-    return n, (f" (only {n} seed{'s' if n != 1 else ''}; the rules need {MIN_SEEDS})"
-               if n < MIN_SEEDS else "")
+    return n, (f" (only {n} seed{'s' if n != 1 else ''}; the rules need {sv.MIN_SEEDS})"
+               if n < sv.MIN_SEEDS else "")
+
+
+def curve_state(d, study, norm, **keys):
+    """Convergence state of the training loss of the runs of one arm (scale: the mean initial
+    loss of those runs): 'moving', 'flat', 'unclear' or None. keys: further columns to match
+    (batch, pad_fraction, norm_placement, warmup_steps, lr)."""
+    cur = defaultdict(list)
+    for r in d.steps():
+        if r["study"] == study and r["norm"] == norm and all(r.get(k) == v for k, v in keys.items()):
+            cur[int(r["seed"])].append((r["step"], r["loss"]))
+    init = [r["initial_loss"] for r in d.study(study) if r["norm"] == norm
+            and all(r.get(k) == v for k, v in keys.items())]
+    if not cur or not init:
+        return None
+    return ss.convergence(dict(cur), sum(init) / len(init)).state
+
+
+def compare_accuracy(d, rows_a, rows_b, col, claim, what, state_a=None, state_b=None, controls=None,
+                     margin=ACC_EFFECT):
+    """Paired per-seed difference of accuracy column `col`, runs rows_a − rows_b (one run per
+    seed each), with the ceiling (both within the margin of 1) and floor (of chance) checks."""
+    a, b = by_seed(rows_a, col), by_seed(rows_b, col)
+    da = {int(r["seed"]) for r in rows_a if r["diverged"]}
+    db = {int(r["seed"]) for r in rows_b if r["diverged"]}
+    chance = (rows_a or rows_b)[0]["chance_accuracy"]
+    eff = ss.paired_difference(a, b, diverged_a=da, diverged_b=db, worst=chance, what=what)
+    means = [st.mean_ci95(list(x.values()))[0] for x in (a, b)]
+    return sv.decide(eff, margin, claim, unit="accuracy", ceiling=sv.at_ceiling(means, 1.0, margin),
+                     floor=sv.at_floor(means, chance, margin), moving_up=state_a, moving_down=state_b,
+                     controls=controls, levels=f"means {means[0]:.3f}, {means[1]:.3f}; chance {chance:g}")
 
 
 def verdict_padding(d):
@@ -337,43 +367,38 @@ def verdict_padding(d):
     anchor = ("Shen et al. 2020 (PowerNorm) exclude padding from their BatchNorm baseline "
               "(mask_batchnorm.py) and still find it 1.1 BLEU below LayerNorm on IWSLT14 "
               "(34.4 vs 35.5, Table 1): fluctuation, not padding, is their explanation")
-    rule = (f"at the largest padding fraction of the padding study, the paired per-seed "
-            f"difference acc(masked_batch_norm) − acc(batch_norm) must be >= {ACC_EFFECT:g} with "
-            f"the 95% CI above 0: holds if so in both train and eval mode, 'depends on' the mode if "
-            f"in one, fails if in neither; inconclusive below {MIN_SEEDS} seeds or without the study")
+    rule = (f"at the largest padding fraction of the padding study, per mode (train: batch statistics; "
+            f"eval: running statistics) the paired per-seed difference acc(masked_batch_norm) − "
+            f"acc(batch_norm) against ±{ACC_EFFECT:g}: holds if beyond +{ACC_EFFECT:g}, fails if below "
+            f"−{ACC_EFFECT:g} or within; inconclusive: ceiling / floor if both are within {ACC_EFFECT:g} of "
+            f"accuracy 1 / of chance; combined over the two modes ('depends on the BatchNorm mode' when "
+            f"one holds and the other fails); fewer than {sv.MIN_SEEDS} seeds: inconclusive")
     rows = d.study("padding")
     n, seed_note = _seed_note(d)
     norms = {r["norm"] for r in rows}
     if not rows or not {"batch_norm", "masked_batch_norm"} <= norms:
-        return dict(claim=claim, measured="no padding-study runs of batch_norm and masked_batch_norm",
-                    anchor=anchor, verdict="inconclusive", rule=rule)
+        return sv.Verdict(sv.INCONCLUSIVE, "no padding-study runs of batch_norm and masked_batch_norm").row(
+            claim, "no padding-study runs of batch_norm and masked_batch_norm", anchor, rule)
     pmax = max(r["pad_fraction"] for r in rows)
     sel = lambda norm: [r for r in rows if r["norm"] == norm and r["pad_fraction"] == pmax]  # noqa: E731
-    parts, ok = [], {}
+    parts, txt = [], []
     for mode, col in (("eval", "acc_eval_mode"), ("train", "acc_train_mode")):
+        v = compare_accuracy(d, sel("masked_batch_norm"), sel("batch_norm"), col, sv.GREATER,
+                             f"masked − naive BatchNorm, {mode}-mode accuracy",
+                             curve_state(d, "padding", "masked_batch_norm", pad_fraction=pmax),
+                             curve_state(d, "padding", "batch_norm", pad_fraction=pmax), controls=True)
+        parts.append((f"{mode} mode", v))
         diff = paired(by_seed(sel("masked_batch_norm"), col), by_seed(sel("batch_norm"), col))
-        mu, ci = st.mean_ci95(diff)
-        ok[mode] = (not math.isnan(mu)) and mu >= ACC_EFFECT and mu - ci > 0
-        parts.append(f"{mode} mode: masked − naive = {fmt_ci(mu, ci, True)}")
+        txt.append(f"{mode} mode: masked − naive = {fmt_ci(*st.mean_ci95(diff), True)}")
     shift, _ = st.mean_ci95([r["pad_mean_shift_late"] for r in sel("batch_norm")])
     dev, _ = st.mean_ci95([r["mu_dev_late"] for r in sel("batch_norm")])
     ln_acc, ln_ci = st.mean_ci95([r["acc_eval_mode"] for r in sel("layer_norm")])
     bn_acc, bn_ci = st.mean_ci95([r["acc_eval_mode"] for r in sel("batch_norm")])
-    measured = (f"padding fraction {pmax:g}: " + "; ".join(parts) +
+    measured = (f"padding fraction {pmax:g}: " + "; ".join(txt) +
                 f"; pollution (1/d)|μ_all − μ_real| = {shift:.3g} vs batch-to-running deviation "
                 f"{dev:.3g}; eval accuracy batch_norm {fmt_ci(bn_acc, bn_ci)}, layer_norm "
                 f"{fmt_ci(ln_acc, ln_ci)}; {n} seeds")
-    if n < MIN_SEEDS:
-        verdict = "inconclusive"
-    elif ok["eval"] and ok["train"]:
-        verdict = "holds"
-    elif ok["eval"] or ok["train"]:
-        verdict = "depends on the BatchNorm mode (" + ("eval" if ok["eval"] else "train") + \
-                  " mode only)"
-    else:
-        verdict = "fails"
-    return dict(claim=claim, measured=measured + seed_note, anchor=anchor, verdict=verdict,
-                rule=rule)
+    return sv.combine(parts, condition="the BatchNorm mode").row(claim, measured + seed_note, anchor, rule)
 
 
 def verdict_small_batch(d):
@@ -381,91 +406,115 @@ def verdict_small_batch(d):
     anchor = ("Wu & He 2018 (GroupNorm, Fig. 1): ResNet-50 ImageNet top-1 error with BatchNorm "
               "23.6% at 32 images/GPU rising to 34.7% at 2; GroupNorm ~24.1% at every size (10.6 "
               "points better at 2)")
-    rule = (f"batch study: batch_norm's (1/d)|μ_B − μ_run| (second half of training) at the "
-            f"smallest batch must be >= {NOISE_RATIO:g}x that at the largest, and the paired "
-            f"per-seed growth of its accuracy deficit to layer_norm, [LN − BN](smallest) − "
-            f"[LN − BN](largest), must be >= {BATCH_EFFECT:g} with the 95% CI above 0: holds if "
-            f"so in train and eval mode, 'depends on' the mode if in one, fails otherwise; "
-            f"inconclusive below {MIN_SEEDS} seeds or without the study")
+    rule = (f"batch study, two parts. Noise: the paired per-seed log ratio of batch_norm's "
+            f"(1/d)|μ_B − μ_run| (second half of training) at the smallest batch to that at the largest, "
+            f"against log {NOISE_RATIO:g} (holds if beyond). Harm, per mode: the per-seed OLS slope of the "
+            f"deficit acc(layer_norm) − acc(batch_norm) against log2 batch, t over seeds, against "
+            f"±{BATCH_SLOPE:g} per doubling (holds if below −{BATCH_SLOPE:g}: the deficit shrinks as the "
+            f"batch grows; fails if within or above); ceiling if both norms are within {ACC_EFFECT:g} of 1 at "
+            f"every batch; not converged if the smallest batch's curves still fall at the end; controls not "
+            f"matched: the updates are fixed, so batch 1 sees 1/32 of the examples of batch 32. Holds if the "
+            f"noise part and the harm hold; 'depends on the BatchNorm mode' when one mode holds and the other "
+            f"fails; fewer than {sv.MIN_SEEDS} seeds: inconclusive")
     rows = d.study("batch")
     n, seed_note = _seed_note(d)
     norms = {r["norm"] for r in rows}
     if not rows or not {"batch_norm", "layer_norm"} <= norms:
-        return dict(claim=claim, measured="no batch-study runs of batch_norm and layer_norm",
-                    anchor=anchor, verdict="inconclusive", rule=rule)
-    bmin = min(int(r["batch"]) for r in rows)
-    bmax = max(int(r["batch"]) for r in rows)
+        return sv.Verdict(sv.INCONCLUSIVE, "no batch-study runs of batch_norm and layer_norm").row(
+            claim, "no batch-study runs of batch_norm and layer_norm", anchor, rule)
+    batches = sorted({int(r["batch"]) for r in rows})
+    bmin, bmax = batches[0], batches[-1]
     sel = lambda norm, b: [r for r in rows if r["norm"] == norm and int(r["batch"]) == b]  # noqa: E731
-    dev_min, _ = st.mean_ci95([r["mu_dev_late"] for r in sel("batch_norm", bmin)])
-    dev_max, _ = st.mean_ci95([r["mu_dev_late"] for r in sel("batch_norm", bmax)])
-    ratio = dev_min / dev_max if dev_max > 0 else float("nan")
-    noisy = not math.isnan(ratio) and ratio >= NOISE_RATIO
-    parts, ok = [], {}
+    dev_min = by_seed(sel("batch_norm", bmin), "mu_dev_late")
+    dev_max = by_seed(sel("batch_norm", bmax), "mu_dev_late")
+    lr = {s: math.log(dev_min[s] / dev_max[s]) for s in set(dev_min) & set(dev_max)
+          if dev_min[s] > 0 and dev_max[s] > 0}
+    noise = sv.decide(ss.mean_interval(list(lr.values()), what=f"ln(deviation at batch {bmin} / at {bmax})"),
+                      math.log(NOISE_RATIO), sv.GREATER, margin_text=f"ln {NOISE_RATIO:g}", controls=None)
+    parts, txt = [("noisier statistics", noise)], []
     for mode, col in (("eval", "acc_eval_mode"), ("train", "acc_train_mode")):
-        def deficit(b):  # {seed: acc(layer_norm) − acc(batch_norm)} at batch b
+        pts = defaultdict(list)
+        means_ln, means_bn = [], []
+        for b in batches:
             ln, bn = by_seed(sel("layer_norm", b), col), by_seed(sel("batch_norm", b), col)
-            return {s: ln[s] - bn[s] for s in sorted(set(ln) & set(bn))}
-        dmin, dmax = deficit(bmin), deficit(bmax)
-        growth = paired(dmin, dmax)
-        mu, ci = st.mean_ci95(growth)
-        m_min, _ = st.mean_ci95(list(dmin.values()))
-        m_max, _ = st.mean_ci95(list(dmax.values()))
-        ok[mode] = noisy and (not math.isnan(mu)) and mu >= BATCH_EFFECT and mu - ci > 0
-        parts.append(f"{mode} mode: LN − BN = {100 * m_min:.1f} pts at batch {bmin}, "
-                     f"{100 * m_max:.1f} at {bmax}, growth {fmt_ci(mu, ci, True)}")
-    measured = (f"batch_norm deviation {dev_min:.3g} at batch {bmin} vs {dev_max:.3g} at {bmax} "
-                f"(x{ratio:.2f}); " + "; ".join(parts) + f"; {n} seeds")
-    if n < MIN_SEEDS:
-        verdict = "inconclusive"
-    elif ok["eval"] and ok["train"]:
-        verdict = "holds"
-    elif ok["eval"] or ok["train"]:
-        verdict = "depends on the BatchNorm mode (" + ("eval" if ok["eval"] else "train") + \
-                  " mode only)"
-    else:
-        verdict = "fails"
-    return dict(claim=claim, measured=measured + seed_note, anchor=anchor, verdict=verdict,
-                rule=rule)
+            for s in set(ln) & set(bn):
+                pts[s].append((math.log2(b), ln[s] - bn[s]))
+            means_ln.append(st.mean_ci95(list(ln.values()))[0])
+            means_bn.append(st.mean_ci95(list(bn.values()))[0])
+        eff = ss.trend(dict(pts), what=f"slope of LN − BN {mode}-mode accuracy per doubling of the batch")
+        chance = rows[0]["chance_accuracy"]
+        v = sv.decide(eff, BATCH_SLOPE, sv.LESS, unit="accuracy per doubling",
+                      ceiling=sv.at_ceiling(means_ln + means_bn, 1.0, ACC_EFFECT),
+                      floor=sv.at_floor(means_ln + means_bn, chance, ACC_EFFECT),
+                      moving_up=curve_state(d, "batch", "batch_norm", batch=float(bmin)),
+                      moving_down=curve_state(d, "batch", "layer_norm", batch=float(bmin)),
+                      controls=False, level_margin=ACC_EFFECT,
+                      levels=f"LN {', '.join(f'{v:.2f}' for v in means_ln)}; BN {', '.join(f'{v:.2f}' for v in means_bn)}")
+        parts.append((f"{mode} mode", v))
+        d_min = st.mean_ci95(paired(by_seed(sel("layer_norm", bmin), col), by_seed(sel("batch_norm", bmin), col)))[0]
+        d_max = st.mean_ci95(paired(by_seed(sel("layer_norm", bmax), col), by_seed(sel("batch_norm", bmax), col)))[0]
+        txt.append(f"{mode} mode: LN − BN = {100 * d_min:.1f} pts at batch {bmin}, {100 * d_max:.1f} at {bmax}, "
+                   f"slope {eff.fmt(3)} per doubling")
+    m_min, _ = st.mean_ci95(list(dev_min.values()))
+    m_max, _ = st.mean_ci95(list(dev_max.values()))
+    measured = (f"batch_norm deviation {m_min:.3g} at batch {bmin} vs {m_max:.3g} at {bmax} "
+                f"(x{m_min / m_max:.2f}); " + "; ".join(txt) + f"; batches {', '.join(map(str, batches))}, "
+                f"{int(rows[0]['steps'])} updates each; {n} seeds")
+    harm = sv.combine(parts[1:], condition="the BatchNorm mode")
+    return sv.combine([parts[0], ("accuracy", harm)]).row(claim, measured + seed_note, anchor, rule)
+
+
+def verdict_layer_norm_modes(d):
+    claim = "LayerNorm uses the same statistics in training and inference (no train/eval mismatch)"
+    rows = [r for r in d.study("batch") + d.study("padding") if r["norm"] == "layer_norm"]
+    gap = max((abs(r["train_eval_gap"]) for r in rows), default=float("nan"))
+    v = sv.by_construction("LayerNorm normalises each position over its own features in both modes",
+                           f"max |train − eval accuracy| {100 * gap:.1f} pts over {len(rows)} runs",
+                           shown=bool(rows) and gap < 1e-12, test="train and eval mode of every layer_norm run",
+                           effect=f"max |gap| {100 * gap:.1f} pts", margin="exactly 0")
+    return v.row(claim, f"layer_norm |train − eval accuracy| at most {100 * gap:.1f} pts over {len(rows)} runs of "
+                 "the batch and padding studies",
+                 "Ba et al. 2016 (LayerNorm) §3: the same computation at training and test time",
+                 "by construction if every layer_norm run has a zero train/eval gap; fails (an implementation "
+                 "defect) otherwise")
 
 
 def verdict_mismatch(d):
     claim = ("Training and inference use different statistics (batch vs running): BatchNorm's "
-             "accuracy differs between the two modes, LayerNorm's does not")
+             "accuracy differs between the two modes")
     anchor = ("Shen et al. 2020 (PowerNorm, Fig. 2): (1/d)|μ_B − μ| up to ~0.07 and "
               "(1/d)|σ²_B − σ²| up to ~6 for Transformer-BN on IWSLT14, near 0 for ResNet20 on "
               "CIFAR-10")
-    rule = (f"over every batch_norm run of the batch and padding studies, the mean "
-            f"|acc_train_mode − acc_eval_mode| must be >= {GAP_EFFECT:g} with the 95% CI above 0, "
-            f"and layer_norm's |gap| must be 0 in every run: holds if both, fails if batch_norm's "
-            f"mean |gap| < {GAP_EFFECT:g} (or its CI reaches 0); inconclusive below {MIN_SEEDS} "
-            f"seeds or without batch_norm runs")
+    rule = (f"per seed, the mean over every batch_norm run of the batch and padding studies of the signed "
+            f"acc_train_mode − acc_eval_mode, t over seeds, against ±{GAP_EFFECT:g}: holds if beyond either "
+            f"way (the modes differ), fails if within ±{GAP_EFFECT:g}; ceiling if both modes are within "
+            f"{GAP_EFFECT:g} of 1 on average; the sign says which mode is better (a difference, not harm)")
     rows = d.study("batch") + d.study("padding")
     n, seed_note = _seed_note(d)
     bn = [r for r in rows if r["norm"] == "batch_norm"]
-    ln = [r for r in rows if r["norm"] == "layer_norm"]
     if not bn:
-        return dict(claim=claim, measured="no batch_norm runs in the batch or padding study",
-                    anchor=anchor, verdict="inconclusive", rule=rule)
+        return sv.Verdict(sv.INCONCLUSIVE, "no batch_norm runs").row(
+            claim, "no batch_norm runs in the batch or padding study", anchor, rule)
+    per = defaultdict(list)
+    for r in bn:
+        per[int(r["seed"])].append(r["train_eval_gap"])
+    eff = ss.mean_interval([sum(v) / len(v) for v in per.values()],
+                           what="train − eval accuracy of batch_norm, mean over its runs")
+    eff.method = f"t over {eff.n} seeds of the per-seed mean over {len(bn) // max(len(per), 1)} runs"
+    m_train = st.mean_ci95([r["acc_train_mode"] for r in bn])[0]
+    m_eval = st.mean_ci95([r["acc_eval_mode"] for r in bn])[0]
+    v = sv.decide(eff, GAP_EFFECT, sv.DIFFER, unit="accuracy",
+                  ceiling=sv.at_ceiling([m_train, m_eval], 1.0, GAP_EFFECT), controls=None,
+                  levels=f"train mode {m_train:.3f}, eval mode {m_eval:.3f}")
     mu, ci = st.mean_ci95([abs(r["train_eval_gap"]) for r in bn])
-    signed, sci = st.mean_ci95([r["train_eval_gap"] for r in bn])
-    mk, mkci = st.mean_ci95([abs(r["train_eval_gap"]) for r in rows
-                             if r["norm"] == "masked_batch_norm"])
-    ln_max = max((abs(r["train_eval_gap"]) for r in ln), default=float("nan"))
+    mk, mkci = st.mean_ci95([abs(r["train_eval_gap"]) for r in rows if r["norm"] == "masked_batch_norm"])
     bmin = min(int(r["batch"]) for r in bn)
     small, smci = st.mean_ci95([r["train_eval_gap"] for r in bn if int(r["batch"]) == bmin])
-    measured = (f"batch_norm |train − eval accuracy| = {fmt_ci(mu, ci, True)} over {len(bn)} runs "
-                f"(signed {fmt_ci(signed, sci, True)}; at batch {bmin}: {fmt_ci(small, smci, True)}); "
-                f"masked_batch_norm {fmt_ci(mk, mkci, True)}; layer_norm max |gap| "
-                f"{100 * ln_max:.1f} pts; {n} seeds")
-    ln_zero = (not ln) or ln_max < 1e-12
-    if n < MIN_SEEDS:
-        verdict = "inconclusive"
-    elif mu >= GAP_EFFECT and mu - ci > 0 and ln_zero:
-        verdict = "holds"
-    else:  # no BatchNorm gap, or a LayerNorm one (which the claim denies)
-        verdict = "fails"
-    return dict(claim=claim, measured=measured + seed_note, anchor=anchor, verdict=verdict,
-                rule=rule)
+    measured = (f"batch_norm train − eval accuracy {eff.fmt(3)} (mean over {len(bn)} runs per seed; |gap| "
+                f"{fmt_ci(mu, ci, True)}; at batch {bmin}: {fmt_ci(small, smci, True)}); masked_batch_norm "
+                f"|gap| {fmt_ci(mk, mkci, True)}; mean accuracy train mode {m_train:.3f}, eval mode "
+                f"{m_eval:.3f}; {n} seeds")
+    return v.row(claim, measured + seed_note, anchor, rule)
 
 
 def verdict_warmup(d):
@@ -474,19 +523,19 @@ def verdict_warmup(d):
     anchor = ("Xiong et al. 2020 (Fig. 2, IWSLT14 De-En, Adam, lr_max 5e-4 / 1e-3): Post-LN "
               "without warm-up (or with a short one) ends far worse than with a 4000-step warm-up; "
               "Pre-LN without warm-up matches Post-LN with it (§3.1, §4)")
-    rule = (f"warmup study, layer_norm, highest learning rate: failure rate (diverged, or final "
-            f"training loss above stall_fraction x initial loss) of Post-LN without warm-up minus "
-            f"that of Pre-LN without warm-up must be >= {RATE_EFFECT:g}, and warm-up must lower "
-            f"Post-LN's rate: holds if both; fails if Post-LN fails no more often than Pre-LN and "
-            f"its accuracy is within {100 * BATCH_EFFECT:g} points of Pre-LN's; else "
-            f"inconclusive (also below {MIN_SEEDS} seeds or without the study)")
+    rule = (f"warmup study, layer_norm, at the highest learning rate (the stress setting): two paired per-seed "
+            f"accuracy differences against ±{ACC_EFFECT:g}, Pre-LN − Post-LN without warm-up and Post-LN with − "
+            f"without warm-up; holds if both are beyond +{ACC_EFFECT:g}, fails if either is below "
+            f"−{ACC_EFFECT:g} or within; ceiling / floor if both arms are within {ACC_EFFECT:g} of 1 / of chance; "
+            f"not converged if the arm behind still improves at the end. The failure counts (diverged, or "
+            f"final loss above stall_fraction × initial) and Fisher's exact test are shown beside it")
     rows = [r for r in d.study("warmup") if r["norm"] == "layer_norm"]
     n, seed_note = _seed_note(d)
     pls = {r["norm_placement"] for r in rows}
     warms = sorted({int(r["warmup_steps"]) for r in rows})
     if not rows or pls != {"pre", "post"} or len(warms) < 2:
-        return dict(claim=claim, measured="no warmup-study runs of layer_norm with pre and post and "
-                    "two warm-up lengths", anchor=anchor, verdict="inconclusive", rule=rule)
+        return sv.Verdict(sv.INCONCLUSIVE, "no warmup-study runs of both placements").row(
+            claim, "no warmup-study runs of layer_norm with pre and post and two warm-up lengths", anchor, rule)
     lrs = sorted({r["lr"] for r in rows})
     hi, w0, w1 = lrs[-1], warms[0], warms[-1]
 
@@ -496,43 +545,44 @@ def verdict_warmup(d):
 
     def rate(pl, w, lr):
         s = sel(pl, w, lr)
-        return (sum(int(r["failed"]) for r in s) / len(s)) if s else float("nan"), len(s)
+        return sum(int(r["failed"]) for r in s), len(s)
 
     def acc(pl, w, lr):
         return st.mean_ci95([r["acc_eval_mode"] for r in sel(pl, w, lr)])
 
-    parts = []
+    def state(pl, w):
+        return curve_state(d, "warmup", "layer_norm", norm_placement=pl, warmup_steps=float(w), lr=hi)
+
+    parts = [
+        ("Pre-LN vs Post-LN without warm-up", compare_accuracy(
+            d, sel("pre", w0, hi), sel("post", w0, hi), "acc_eval_mode", sv.GREATER,
+            f"Pre-LN − Post-LN accuracy, warm-up {w0}, lr {hi:g}", state("pre", w0), state("post", w0), True)),
+        ("Post-LN with vs without warm-up", compare_accuracy(
+            d, sel("post", w1, hi), sel("post", w0, hi), "acc_eval_mode", sv.GREATER,
+            f"Post-LN accuracy, warm-up {w1} − {w0}, lr {hi:g}", state("post", w1), state("post", w0), True)),
+    ]
+    txt = []
     for lr in lrs:
         cells = []
         for pl in ("post", "pre"):
             for w in (w0, w1):
-                rt, k = rate(pl, w, lr)
-                a, _ = acc(pl, w, lr)
-                cells.append(f"{pl}/warm-up {w}: {round(rt * k)}/{k} failed, acc {100 * a:.0f}%")
-        parts.append(f"lr {lr:g}: " + ", ".join(cells))
-    post0, _ = rate("post", w0, hi)
-    pre0, _ = rate("pre", w0, hi)
-    post1, _ = rate("post", w1, hi)
-    a_post, _ = acc("post", w0, hi)
-    a_pre, _ = acc("pre", w0, hi)
-    measured = "; ".join(parts) + f"; {n} seeds"
-    if n < MIN_SEEDS:
-        verdict = "inconclusive"
-    elif post0 - pre0 >= RATE_EFFECT and post1 < post0:
-        verdict = "holds"
-    elif post0 <= pre0 and a_post >= a_pre - BATCH_EFFECT:
-        verdict = "fails"
-    else:
-        verdict = "inconclusive"
-    return dict(claim=claim, measured=measured + seed_note, anchor=anchor, verdict=verdict,
-                rule=rule)
+                k, m = rate(pl, w, lr)
+                cells.append(f"{pl}/warm-up {w}: {k}/{m} failed, acc {100 * acc(pl, w, lr)[0]:.0f}%")
+        txt.append(f"lr {lr:g}: " + ", ".join(cells))
+    kp, mp = rate("post", w0, hi)
+    kq, mq = rate("pre", w0, hi)
+    fisher = ss.fisher_exact_greater(kp, mp, kq, mq) if mp and mq else float("nan")
+    measured = ("; ".join(txt) + f"; at lr {hi:g} Post-LN fails more often than Pre-LN without warm-up: "
+                f"Fisher's exact one-sided p = {fisher:.2g}; {n} seeds")
+    return sv.combine(parts).row(claim, measured + seed_note, anchor, rule)
 
 
 def verdicts(results_dir):
-    """One row per sub-claim: dict(claim, measured, anchor, verdict, rule), computed from the CSVs.
+    """One row per sub-claim (plots/seqlab_verdict.py's Verdict.row), computed from the CSVs.
     Raises st.DataError if a CSV or column is missing. Writes nothing."""
     d = Data(results_dir)
-    return [verdict_padding(d), verdict_small_batch(d), verdict_mismatch(d), verdict_warmup(d)]
+    return [verdict_padding(d), verdict_small_batch(d), verdict_layer_norm_modes(d), verdict_mismatch(d),
+            verdict_warmup(d)]
 
 
 def main(argv):

@@ -25,12 +25,13 @@
 #include "seqlab/core/rows.hpp"
 #include "seqlab/core/tensor.hpp"
 #include "seqlab/experiment/experiment.hpp"
+#include "seqlab/experiment/training.hpp"
 #include "seqlab/models/factory.hpp"
 #include "seqlab/models/positional_registry.hpp"
 #include "seqlab/nn/loss.hpp"
 #include "seqlab/tasks/mqar.hpp"  // kIgnoreTarget
 #include "seqlab/tasks/task.hpp"
-#include "seqlab/train/loop.hpp"
+#include "seqlab/train/metrics.hpp"
 #include "seqlab/train/optimizer.hpp"
 #include "seqlab/train/schedule.hpp"
 
@@ -83,9 +84,6 @@ LrSchedule schedule(const Cell& cell) {
 
 
 void validate(const Cell& cell) {
-  if (cell.get_int("warmup_steps") > cell.get_int("steps"))
-    throw experiment::ConfigError("warmup_steps: invalid value '" + cell.params.text("warmup_steps") +
-                                  "': expected an integer <= steps (" + cell.params.text("steps") + ")");
   const auto task = make_cell_task(cell);
   model_config(cell, task->spec());
 }
@@ -102,17 +100,12 @@ void run_cell(const Cell& cell, CellOutput& out) {
   const std::size_t B = cell.get_size("batch"), T = spec.seq_len;
   CrossEntropyLoss ce(kIgnoreTarget);
 
-  TrainOptions opt;
-  opt.steps = cell.get_int32("steps");
-  opt.clip_norm = 1.0;
-  opt.quiet = true;
-  opt.label = cell.label();
-  // --checkpoint-every: the model, the optimizer and the training data stream are all that the
-  // steps change (train_loop saves the first two; the stream is ours).
-  opt.checkpoint = cell_checkpoint(cell, "train", model.get(), out);
-  opt.checkpoint.state.add("train_rng", train_rng);
-  model->set_training(true);
-  const TrainResult tr = train_loop(opt, params, optim, schedule(cell), [&](int) {
+  // One training phase (experiment/training.hpp): --checkpoint-every saves the model, the
+  // optimizer and the training data stream, all that the updates change.
+  TrainingPhase phase(cell, out, model.get(), "train");
+  phase.steps(cell.get_int32("steps")).clip_norm(1.0);
+  phase.state().add("train_rng", train_rng);
+  PhaseResult tr = phase.run(params, optim, schedule(cell), [&](int) {
     const TaskBatch b = task->sample(B, train_rng);
     const Tensor3 logits = model->forward(b.tokens);
     const double loss = ce.forward(rows_of(logits), ids_of(b.targets));
@@ -121,25 +114,14 @@ void run_cell(const Cell& cell, CellOutput& out) {
   });
 
   // Test: one fixed batch, eval mode; loss and accuracy (argmax, first maximum) over the scored
-  // positions (targets != kIgnoreTarget).
+  // positions (targets != kIgnoreTarget), train/metrics.hpp.
   double test_loss = std::numeric_limits<double>::quiet_NaN(), test_accuracy = test_loss;
   if (!tr.diverged) {
-    model->set_training(false);
     const TaskBatch test = task->sample(cell.get_size("test_batch"), test_rng);
-    const Tensor3 logits = model->forward(test.tokens);
-    test_loss = ce.forward(rows_of(logits), ids_of(test.targets));
-    const Tensor2& p = ce.probabilities();
-    const IndexTensor1 y = ids_of(test.targets);
-    std::size_t scored = 0, correct = 0;
-    for (std::size_t r = 0; r < y.size(); ++r) {
-      if (y(r) == kIgnoreTarget) continue;
-      std::size_t arg = 0;
-      for (std::size_t c = 1; c < p.shape()[1]; ++c)
-        if (p(r, c) > p(r, arg)) arg = c;
-      ++scored;
-      correct += static_cast<std::int32_t>(arg) == y(r);
-    }
-    test_accuracy = double(correct) / double(scored);
+    const ScoreSums s = evaluate_chunked(*model, eval_set(test), batch_rows(test));
+    test_loss = s.mean_loss();
+    test_accuracy = s.accuracy();
+    tr.check_test_loss(test_loss);
   }
   out.add_row(Row()
                   .add("experiment", kName)
@@ -147,7 +129,7 @@ void run_cell(const Cell& cell, CellOutput& out) {
                   .add("positional_encoding", mc.positional_encoding)
                   .add("seed", cell.replicate)
                   .add("seq_len", static_cast<std::int64_t>(T))
-                  .add("steps", static_cast<std::int64_t>(opt.steps))
+                  .add("steps", static_cast<std::int64_t>(cell.get_int32("steps")))
                   .add("n_params", static_cast<std::int64_t>(count_parameters(mc)))
                   .add("train_loss", tr.last_loss)
                   .add("test_loss", test_loss)
@@ -187,7 +169,8 @@ int main(int argc, char** argv) {
       int_option("steps", 300, "updates", "Adam updates").at_least(0).at_most(10000000),
       int_option("warmup_steps", 30, "updates", "linear learning-rate warm-up (<= steps)")
           .at_least(0)
-          .at_most(10000000),
+          .at_most(10000000)
+          .at_most_key("steps"),
       int_option("batch", 32, "sequences", "training batch").at_least(1).at_most(65536),
       int_option("test_batch", 256, "sequences", "fixed test batch").at_least(1).at_most(1000000),
       real_option("lr", 3e-3, "1", "peak learning rate").greater_than(0).at_most(10),

@@ -48,75 +48,14 @@ constexpr std::uint64_t kInitStream = 1;  // weights and inputs of the timed sta
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr std::int64_t kMaxSeqLen = 1000000, kMaxBatch = 1000000;
 
-/// Parses a space-separated list of distinct integers in [lo, hi] (the value of `key`), e.g.
-/// "16 32 64". Throws ConfigError naming the key, the value and what is allowed.
-std::vector<std::int64_t> parse_list(const std::string& key, const std::string& text,
-                                     std::int64_t lo, std::int64_t hi) {
-  auto fail = [&](const std::string& why) -> experiment::ConfigError {
-    return experiment::ConfigError(key + ": invalid value '" + text + "': " + why +
-                       "expected a space-separated list of distinct integers in [" +
-                       std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  };
-  std::vector<std::int64_t> out;
-  std::istringstream in(text);
-  std::string item;
-  while (in >> item) {
-    if (item.size() > 18 || !std::all_of(item.begin(), item.end(), [](char c) {
-          return std::isdigit(static_cast<unsigned char>(c)) != 0;
-        }))
-      throw fail("'" + item + "' is not an integer in range; ");
-    const std::int64_t v = std::stoll(item);
-    if (v < lo || v > hi) throw fail("'" + item + "' is out of range; ");
-    if (std::find(out.begin(), out.end(), v) != out.end())
-      throw fail("duplicate value '" + item + "'; ");
-    out.push_back(v);
-  }
-  if (out.empty()) throw fail("empty list; ");
-  return out;
-}
-
-std::vector<std::int64_t> seq_lens_of(const Cell& c) {
-  return parse_list("seq_lens", c.get_string("seq_lens"), 1, kMaxSeqLen);
-}
-std::vector<std::int64_t> batches_of(const Cell& c) {
-  return parse_list("batches", c.get_string("batches"), 1, kMaxBatch);
-}
 std::vector<std::int64_t> thread_counts_of(const Cell& c) {
-  const std::string text = c.get_string("thread_counts");
-  auto v = parse_list("thread_counts", text, 1, kMaxThreads);
+  auto v = c.get_int_list("thread_counts");
   if (std::find(v.begin(), v.end(), 1) == v.end())
-    throw experiment::ConfigError("thread_counts: invalid value '" + text +
-                      "': the list must contain 1 (the reference of speedup and parallel "
-                      "efficiency); expected a space-separated list of distinct integers in [1, " +
-                      std::to_string(kMaxThreads) + "] containing 1");
+    throw experiment::ConfigError("thread_counts: invalid value '" + c.get_string("thread_counts") +
+                                  "': the list must contain 1 (the reference of speedup and parallel "
+                                  "efficiency); expected a space-separated list of distinct integers "
+                                  "in [1, " + std::to_string(kMaxThreads) + "] containing 1");
   return v;
-}
-
-/// The families of `tta_models` ("none" = no time-to-accuracy runs).
-std::vector<std::string> tta_models_of(const Cell& c) {
-  const std::string text = c.get_string("tta_models");
-  std::vector<std::string> out;
-  if (text == "none") return out;
-  std::istringstream in(text);
-  std::string item;
-  std::vector<std::string> trainable;  // the factory's families (not self_attention)
-  for (const auto& m : family_names())
-    if (m != "self_attention") trainable.push_back(m);
-  std::string allowed;
-  for (const auto& m : trainable) allowed += (allowed.empty() ? "" : " ") + m;
-  while (in >> item) {
-    if (std::find(trainable.begin(), trainable.end(), item) == trainable.end() ||
-        std::find(out.begin(), out.end(), item) != out.end())
-      throw experiment::ConfigError("tta_models: invalid value '" + text + "': '" + item +
-                        "' is unknown or repeated; expected 'none' or a space-separated list of "
-                        "distinct families from: " + allowed);
-    out.push_back(item);
-  }
-  if (out.empty())
-    throw experiment::ConfigError("tta_models: invalid value '" + text +
-                      "': empty list; expected 'none' or a space-separated list of families "
-                      "from: " + allowed);
-  return out;
 }
 
 TtaSettings tta_settings(const Cell& c) {
@@ -181,9 +120,9 @@ void as_key_error(const Cell& c, const std::map<std::string, std::string>& keys,
 }
 
 void validate(const Cell& c) {
-  const auto seq_lens = seq_lens_of(c);
-  const auto batches = batches_of(c);
-  thread_counts_of(c);
+  const auto seq_lens = c.get_int_list("seq_lens");
+  const auto batches = c.get_int_list("batches");
+  thread_counts_of(c);  // contains 1
   const std::size_t D = c.get_size("d_model"), h = c.get_size("n_heads");
   if (D % h != 0)
     throw experiment::ConfigError("n_heads: invalid value '" + std::to_string(h) +
@@ -211,11 +150,7 @@ void validate(const Cell& c) {
       }
     }
   }
-  const auto tta = tta_models_of(c);
-  if (c.get_int("tta_eval_every") > c.get_int("tta_max_steps"))
-    throw experiment::ConfigError("tta_eval_every: invalid value '" + std::to_string(c.get_int("tta_eval_every")) +
-                      "': expected an integer <= tta_max_steps (" +
-                      std::to_string(c.get_int("tta_max_steps")) + ")");
+  const auto tta = c.get_string_list("tta_models");
   const std::map<std::string, std::string> tta_keys = {
       {"embedding_dim", "tta_d_model"}, {"hidden_size", "tta_d_model"},
       {"positional_encoding", "tta_d_model"}, {"n_heads", "tta_n_heads"}, {"d_ff", "tta_d_ff"},
@@ -262,8 +197,8 @@ std::vector<double> sgemm_rates(const std::vector<std::int64_t>& threads, std::s
 void run_cell(const Cell& cell, CellOutput& out) {
   const std::string model = cell.get_string("model");
   const std::string match = cell.get_string("match");
-  const auto seq_lens = seq_lens_of(cell);
-  const auto batches = batches_of(cell);
+  const auto seq_lens = cell.get_int_list("seq_lens");
+  const auto batches = cell.get_int_list("batches");
   const auto threads = thread_counts_of(cell);
   TimingOptions opt;
   opt.repetitions = cell.get_int32("repetitions");
@@ -380,7 +315,7 @@ void run_cell(const Cell& cell, CellOutput& out) {
     }
   }
 
-  const auto tta = tta_models_of(cell);
+  const auto tta = cell.get_string_list("tta_models");
   if (match == "params" && std::find(tta.begin(), tta.end(), model) != tta.end())
     run_time_to_accuracy(cell, model, tta_settings(cell), out);
 }
@@ -411,15 +346,16 @@ int main(int argc, char** argv) {
                    "d_model: every family at width d_model; params: recurrent and TCN widths "
                    "matched to the Transformer layers' parameter count")
           .one_of({"d_model", "params"}),
-      string_option("seq_lens", "16 32 64 128 256 512",
-                    "sequence lengths T timed in every cell: space-separated distinct integers in "
-                    "[1, 1000000]"),
-      string_option("batches", "8",
-                    "batch sizes B timed in every cell: space-separated distinct integers in "
-                    "[1, 1000000]"),
-      string_option("thread_counts", "1 2",
-                    "OpenBLAS thread counts timed in every cell (seqlab::set_num_threads): "
-                    "space-separated distinct integers in [1, 1024], containing 1"),
+      int_list_option("seq_lens", "16 32 64 128 256 512", "tokens", "sequence lengths T timed in every cell")
+          .at_least(1)
+          .at_most(kMaxSeqLen),
+      int_list_option("batches", "8", "sequences", "batch sizes B timed in every cell")
+          .at_least(1)
+          .at_most(kMaxBatch),
+      int_list_option("thread_counts", "1 2", "threads",
+                      "OpenBLAS thread counts timed in every cell (seqlab::set_num_threads), containing 1")
+          .at_least(1)
+          .at_most(kMaxThreads),
       int_option("d_model", 64, "units", "width D of the input and of the Transformer layers")
           .at_least(1)
           .at_most(65536),
@@ -451,9 +387,9 @@ int main(int argc, char** argv) {
                   "largest analytic activation memory of a timed point (bigger grids are refused)")
           .greater_than(0)
           .at_most(1024),
-      string_option("tta_models", "transformer_decoder lstm",
-                    "families trained to the target accuracy (in their match=params cell): "
-                    "'none' or space-separated family names"),
+      choice_list_option("tta_models", "transformer_decoder lstm", trainable_families(),
+                         "families trained to the target accuracy (in their match=params cell)")
+          .empty_as("none"),
       int_option("tta_T", 5, "steps", "copy memory blank length T (recall distance T + M)")
           .at_least(1)
           .at_most(100000),
@@ -482,7 +418,8 @@ int main(int argc, char** argv) {
           .at_most(1),
       int_option("tta_eval_every", 25, "updates", "updates between test evaluations")
           .at_least(1)
-          .at_most(1000000000),
+          .at_most(1000000000)
+          .at_most_key("tta_max_steps"),
       int_option("tta_max_steps", 4000, "updates", "updates before giving up (reached = 0)")
           .at_least(1)
           .at_most(1000000000),

@@ -75,8 +75,10 @@
 
 namespace parallel_speedup {
 
-/// The six families, in the order of the experiment's `model` key.
+/// The seven families, in the order of the experiment's `model` key.
 const std::vector<std::string>& family_names();
+/// The families the model factory builds (all but self_attention): what tta_models may name.
+const std::vector<std::string>& trainable_families();
 
 struct StackConfig {
   std::string model;            // one of family_names()

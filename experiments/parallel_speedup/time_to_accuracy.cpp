@@ -2,7 +2,6 @@
 #include "time_to_accuracy.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -12,8 +11,11 @@
 #include "seqlab/core/threads.hpp"
 #include "seqlab/models/factory.hpp"
 #include "seqlab/nn/loss.hpp"
+#include "seqlab/core/rows.hpp"
+#include "seqlab/experiment/training.hpp"
 #include "seqlab/tasks/copy_memory.hpp"
-#include "seqlab/train/loop.hpp"
+#include "seqlab/tasks/task.hpp"
+#include "seqlab/train/metrics.hpp"
 #include "seqlab/train/optimizer.hpp"
 #include "seqlab/train/schedule.hpp"
 #include "stack.hpp"
@@ -33,49 +35,16 @@ constexpr std::size_t kEvalChunk = 128;  // test sequences per forward (bounds m
 constexpr double kClipNorm = 1.0;
 constexpr int kVocab = 10;               // copy memory with 8 symbols: blank, 1..8, delimiter
 
-/// Thrown from the step callback to end training at the target (train_loop propagates it).
-struct TargetReached {};
-
-IndexTensor1 ids_of(const IndexTensor2& x) {
-  IndexTensor1 y = IndexTensor1::from_shape({x.size()});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
-Tensor2 rows_of(const Tensor3& x) {
-  Tensor2 y = Tensor2::from_shape({x.shape()[0] * x.shape()[1], x.shape()[2]});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
-Tensor3 unrows(const Tensor2& x, std::size_t B, std::size_t S) {
-  Tensor3 y = Tensor3::from_shape({B, S, x.shape()[1]});
-  std::copy(x.data(), x.data() + x.size(), y.data());
-  return y;
-}
-
-/// Fraction of the recall positions of `test` whose argmax (first maximum) is the target.
-double recall_accuracy(SequenceModel& model, const CopyMemoryTask& task, const TokenBatch& test) {
-  const std::size_t n = test.inputs.shape()[0];
-  const std::size_t S = static_cast<std::size_t>(task.seq_len());
-  const std::size_t rs = static_cast<std::size_t>(task.recall_start());
-  std::size_t correct = 0;
-  for (std::size_t b0 = 0; b0 < n; b0 += kEvalChunk) {
-    const std::size_t nb = std::min(kEvalChunk, n - b0);
-    IndexTensor2 x = IndexTensor2::from_shape({nb, S});
-    std::copy(test.inputs.data() + b0 * S, test.inputs.data() + (b0 + nb) * S, x.data());
-    const Tensor3 logits = model.forward(x);
-    const std::size_t V = logits.shape()[2];
-    for (std::size_t b = 0; b < nb; ++b)
-      for (std::size_t t = rs; t < S; ++t) {
-        const float* row = logits.data() + (b * S + t) * V;
-        const std::size_t arg = static_cast<std::size_t>(std::max_element(row, row + V) - row);
-        if (static_cast<std::int32_t>(arg) == test.targets(b0 + b, t)) ++correct;
-      }
-  }
-  return static_cast<double>(correct) / static_cast<double>(n * (S - rs));
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+/// Fraction of the recall positions (TaskBatch::distances > 0) of `test` whose argmax is the
+/// target (train/metrics.hpp).
+double recall_accuracy(SequenceModel& model, const TaskBatch& test) {
+  std::size_t correct = 0, recall = 0;
+  evaluate_chunked(model, eval_set(test), kEvalChunk, [&](std::size_t b, std::size_t t, double, bool ok) {
+    if (test.distances(b, t) <= 0) return;
+    ++recall;
+    correct += ok ? 1 : 0;
+  });
+  return static_cast<double>(correct) / static_cast<double>(recall);
 }
 
 }  // namespace
@@ -127,8 +96,11 @@ const std::vector<std::string>& tta_curve_columns() {
 
 void run_time_to_accuracy(const Cell& cell, const std::string& model, const TtaSettings& s,
                           CellOutput& out) {
-  const CopyMemoryTask task(s.T, s.n_memorize);
-  const std::size_t S = static_cast<std::size_t>(task.seq_len());
+  TaskParams tp;
+  tp.set("T", std::to_string(s.T));
+  tp.set("n_memorize", std::to_string(s.n_memorize));
+  const auto task = make_task("copy_memory", tp);
+  const std::size_t S = task->spec().seq_len;
   const ModelConfig mc = tta_model_config(model, s);
   const std::string match = cell.get_string("match");
   const ThreadBudget threads(s.threads);
@@ -139,7 +111,6 @@ void run_time_to_accuracy(const Cell& cell, const std::string& model, const TtaS
     Rng train_rng(experiment::stream_seed(cell.base_seed, r, kTrainStream));
     Rng test_rng(experiment::stream_seed(cell.base_seed, r, kTestStream));
     const std::unique_ptr<SequenceModel> net = make_model(mc, init_rng);
-    net->train();
     const std::vector<Parameter*> params = net->parameters();
     OptimizerConfig oc;
     oc.lr = static_cast<float>(s.lr);
@@ -147,72 +118,42 @@ void run_time_to_accuracy(const Cell& cell, const std::string& model, const TtaS
     LrSchedule schedule;
     schedule.kind = "constant";
     schedule.base_lr = static_cast<float>(s.lr);
-    const TokenBatch test = task.sample(s.test_batch, test_rng);
+    const TaskBatch test = task->sample(s.test_batch, test_rng);
 
     Row id;
     id.add("experiment", "parallel_speedup").add("model", model).add("match", match);
 
     CrossEntropyLoss ce;
-    auto loss_and_grad = [&](int) -> double {
-      const TokenBatch b = task.sample(s.batch, train_rng);
-      const Tensor2 logits = rows_of(net->forward(b.inputs));
-      const double loss = ce.forward(logits, ids_of(b.targets));
-      net->backward(unrows(ce.backward(), s.batch, S));
-      return loss;
-    };
-    const auto t0 = std::chrono::steady_clock::now();
-    double eval_seconds = 0, window_loss = 0, accuracy = 0;
-    int window_n = 0, steps_to_target = -1;
-    double time_to_target = NAN;
-    auto on_step = [&](const StepRecord& rec) {
-      window_loss += rec.loss;
-      ++window_n;
-      const int done = rec.step + 1;
-      if (done % s.eval_every != 0 && done != s.max_steps) return;
-      const auto e0 = std::chrono::steady_clock::now();
-      const double train_time = std::chrono::duration<double>(e0 - t0).count() - eval_seconds;
-      net->eval();
-      accuracy = recall_accuracy(*net, task, test);
-      net->train();
+    double accuracy = 0, time_to_target = NAN;
+    int steps_to_target = -1;
+    // One phase per (model, seed) run, "tta-<model>-<j>". Every eval_every updates the recall
+    // accuracy on the test set (the phase's clock leaves the evaluations out); the first at the
+    // target ends the run. Wall-clock values (train_time_s, time_to_target_s, step_time_ms) are
+    // nondeterministic columns: after a resume they count this process's time only.
+    experiment::TrainingPhase phase(cell, out, net.get(), "tta-" + model + "-" + std::to_string(j));
+    phase.steps(s.max_steps).clip_norm(kClipNorm).every(s.eval_every, [&](const experiment::TrainingWindow& w) {
+      accuracy = recall_accuracy(*net, test);
       out.add_row(Row(id)
                       .add("seed", r)
-                      .add("step", done)
-                      .add("train_time_s", train_time)
-                      .add("train_loss", window_loss / window_n)
+                      .add("step", w.step)
+                      .add("train_time_s", w.train_time_s)
+                      .add("train_loss", w.mean_loss)
                       .add("recall_accuracy", accuracy),
                   "tta_curve");
-      window_loss = 0;
-      window_n = 0;
-      eval_seconds += seconds_since(e0);
-      if (accuracy >= s.target) {
-        steps_to_target = done;
-        time_to_target = train_time;
-        throw TargetReached{};
-      }
-    };
-    TrainOptions topt;
-    topt.steps = s.max_steps;
-    topt.clip_norm = kClipNorm;
-    topt.quiet = true;
-    // --checkpoint-every: one checkpoint per (model, seed) run, phase "tta-<model>-<j>". The steps
-    // change the model, the optimizer, the data stream, the loss window, the last accuracy and
-    // the "tta_curve" rows. Wall-clock values (train_time_s, time_to_target_s, step_time_ms) are
-    // nondeterministic columns: after a resume they count this process's time only.
-    topt.checkpoint = experiment::cell_checkpoint(cell, "tta-" + model + "-" + std::to_string(j),
-                                                  net.get(), out);
-    topt.checkpoint.state.add("train_rng", train_rng);
-    topt.checkpoint.state.add("window_loss", window_loss);
-    topt.checkpoint.state.add("window_n", window_n);
-    topt.checkpoint.state.add("accuracy", accuracy);
-    TrainResult tr;
-    bool reached = false;
-    try {
-      tr = train_loop(topt, params, *optim, schedule, loss_and_grad, on_step);
-    } catch (const TargetReached&) {
-      reached = true;
-      tr.steps_done = steps_to_target;
-    }
-    const double train_time = seconds_since(t0) - eval_seconds;
+      if (accuracy < s.target) return false;
+      steps_to_target = w.step;
+      time_to_target = w.train_time_s;
+      return true;
+    });
+    phase.state().add("train_rng", train_rng);
+    phase.state().add("accuracy", accuracy);
+    const experiment::PhaseResult tr = phase.run(params, *optim, schedule, [&](int) {
+      const TaskBatch b = task->sample(s.batch, train_rng);
+      const double loss = ce.forward(rows_of(net->forward(b.tokens)), ids_of(b.targets));
+      net->backward(unrows(ce.backward(), s.batch, S));
+      return loss;
+    });
+    const bool reached = tr.stopped_early;
     out.add_row(Row(id)
                     .add("task", "copy_memory")
                     .add("T", s.T)
@@ -233,10 +174,10 @@ void run_time_to_accuracy(const Cell& cell, const std::string& model, const TtaS
                     .add("reached", reached ? 1 : 0)
                     .add("steps_to_target", reached ? std::to_string(steps_to_target) : "nan")
                     .add("time_to_target_s", time_to_target)
-                    .add("train_time_s", train_time)
+                    .add("train_time_s", tr.train_time_s)
                     .add("steps_done", tr.steps_done)
                     .add("step_time_ms",
-                         tr.steps_done > 0 ? 1e3 * train_time / tr.steps_done : NAN)
+                         tr.steps_done > 0 ? 1e3 * tr.train_time_s / tr.steps_done : NAN)
                     .add("final_recall_accuracy", accuracy)
                     .add("diverged", tr.diverged ? 1 : 0)
                     .add("diverged_step", tr.diverged_step),

@@ -13,38 +13,37 @@
 // at finetune_ratio·L_train (Chen et al. §3) and evaluated again. An analysis cell trains nothing:
 // it computes the encoding's analyses (analysis.hpp): sinusoidal similarity and frequency
 // resolution (sinusoidal), RoPE long-term decay (rope, rope_pi, rope_ntk); other encodings have none.
-//
-// Legend: B batch, W batch width (padded length), V vocabulary, D d_model.
+// The data come from the task registry and the evaluation by position (within / beyond L_train)
+// from evaluation.hpp; each training phase (pretrain, finetune) is a TrainingPhase
+// (experiment/training.hpp) with its own checkpoint.
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "analysis.hpp"
+#include "evaluation.hpp"
 #include "seqlab/core/rng.hpp"
 #include "seqlab/core/rows.hpp"
 #include "seqlab/core/tensor.hpp"
 #include "seqlab/experiment/experiment.hpp"
+#include "seqlab/experiment/training.hpp"
 #include "seqlab/models/factory.hpp"
 #include "seqlab/models/positional_registry.hpp"
 #include "seqlab/models/transformer_model.hpp"
 #include "seqlab/nn/loss.hpp"
 #include "seqlab/tasks/char_lm.hpp"
-#include "seqlab/tasks/mqar.hpp"
-#include "seqlab/tasks/padded_tokens.hpp"
-#include "seqlab/tasks/repeat_copy.hpp"
-#include "seqlab/train/loop.hpp"
+#include "seqlab/tasks/task.hpp"
 #include "seqlab/train/optimizer.hpp"
 #include "seqlab/train/schedule.hpp"
 
 using namespace seqlab;
 using namespace seqlab::experiment;
 namespace pe = position_extrapolation;
+using pe::corpus_path;
 
 namespace {
 
@@ -56,17 +55,9 @@ constexpr std::uint64_t kTrainStream = 2;     // training batches
 constexpr std::uint64_t kTestStream = 3;      // test sets: derive_seed(stream, eval_len)
 constexpr std::uint64_t kFinetuneStream = 4;  // rope_pi fine-tuning batches
 constexpr std::uint64_t kAnalysisStream = 5;  // RoPE decay samples
-// Largest attention-probability tensor of one evaluation chunk (B·h·W·W floats).
-constexpr std::size_t kEvalChunkFloats = std::size_t{1} << 22;
 
 const std::vector<std::string> kEncodings = {"sinusoidal", "learned",  "rope", "rope_pi",
                                              "rope_ntk",   "alibi",    "none"};
-
-
-std::string corpus_path(const Cell& cell) {
-  const std::string& c = cell.get_string("corpus");
-  return c == "default" ? std::string(SEQLAB_EXPERIMENT_DIR) + "/data/corpus.txt" : c;
-}
 
 std::size_t max_eval_len(const Cell& cell) {
   return cell.get_size("L_train") * cell.get_size("max_eval_ratio");
@@ -78,88 +69,10 @@ std::size_t learned_rows(const Cell& cell) {
   return m == 0 ? max_eval_len(cell) : m;
 }
 
-/// One task's data: training batches of lengths in [lo, hi] padded to hi, test batches of
-/// length L (padded to L), and the chance baselines.
-struct TaskData {
-  int vocab = 0;
-  std::function<PaddedTokenBatch(std::size_t, std::size_t, std::size_t, Rng&)> train;
-  std::function<PaddedTokenBatch(std::size_t, std::size_t, Rng&)> test;
-  double chance_accuracy = NAN;
-  double chance_loss = NAN;
-};
-
-/// MQAR rows of lengths in [lo, hi] (each its own MultiQueryAssociativeRecall of that length),
-/// right-padded to hi.
-PaddedTokenBatch mqar_batch(std::size_t B, std::size_t lo, std::size_t hi, int P, int Q, int K,
-                            int Vv, Rng& rng) {
-  PaddedTokenBatch out{IndexTensor2::from_shape({B, hi}), IndexTensor2::from_shape({B, hi}),
-                       PaddingMask::from_shape({B, hi}), std::vector<std::size_t>(B)};
-  out.inputs.fill(0);
-  out.targets.fill(kIgnoreTarget);
-  out.padding.fill(1);
-  for (std::size_t b = 0; b < B; ++b) {
-    const std::size_t len =
-        lo + static_cast<std::size_t>(rng.uniform_int(static_cast<std::uint64_t>(hi - lo + 1)));
-    const MultiQueryAssociativeRecall task(static_cast<int>(len), P, Q, K, Vv);
-    const TokenBatch row = task.sample(1, rng);
-    for (std::size_t t = 0; t < len; ++t) {
-      out.inputs(b, t) = row.inputs(0, t);
-      out.targets(b, t) = row.targets(0, t);
-      out.padding(b, t) = 0;
-    }
-    out.lengths[b] = len;
-  }
-  return out;
-}
-
-TaskData make_task(const Cell& cell) {
-  TaskData d;
-  const std::string& task = cell.get_string("task");
-  if (task == "copy") {
-    const int A = cell.get_int32("copy_alphabet");
-    d.vocab = A + 2;
-    d.train = [A](std::size_t B, std::size_t lo, std::size_t hi, Rng& rng) {
-      return RepeatCopyTask(static_cast<int>(lo), static_cast<int>(hi), A).sample(B, rng);
-    };
-    d.test = [A](std::size_t B, std::size_t L, Rng& rng) {
-      return RepeatCopyTask(static_cast<int>(L), static_cast<int>(L), A).sample(B, rng);
-    };
-    d.chance_accuracy = 1.0 / A;
-    d.chance_loss = std::log(static_cast<double>(A));
-  } else if (task == "mqar") {
-    const int P = cell.get_int32("mqar_n_pairs"), Q = cell.get_int32("mqar_n_queries");
-    const int K = cell.get_int32("mqar_n_keys"), Vv = cell.get_int32("mqar_n_values");
-    d.vocab = 1 + K + Vv;
-    d.train = [=](std::size_t B, std::size_t lo, std::size_t hi, Rng& rng) {
-      return mqar_batch(B, lo, hi, P, Q, K, Vv, rng);
-    };
-    d.test = [=](std::size_t B, std::size_t L, Rng& rng) {
-      return mqar_batch(B, L, L, P, Q, K, Vv, rng);
-    };
-    d.chance_accuracy = 1.0 / Vv;
-    d.chance_loss = std::log(static_cast<double>(Vv));
-  } else if (task == "char_lm") {
-    auto corpus = std::make_shared<const CharCorpus>(
-        CharCorpus::from_file(corpus_path(cell), cell.get_real("corpus_test_fraction")));
-    d.vocab = corpus->vocab_size();
-    d.train = [corpus](std::size_t B, std::size_t lo, std::size_t hi, Rng& rng) {
-      return corpus->sample(B, lo, hi, CorpusSplit::train, rng);
-    };
-    d.test = [corpus](std::size_t B, std::size_t L, Rng& rng) {
-      return corpus->sample(B, L, L, CorpusSplit::test, rng);
-    };
-    d.chance_loss = corpus->unigram_test_loss();  // chance_accuracy stays nan
-  } else {
-    throw std::logic_error("make_task: no data for task '" + task + "'");
-  }
-  return d;
-}
-
-ModelConfig model_config(const Cell& cell, int vocab) {
+ModelConfig model_config(const Cell& cell, const TaskSpec& task) {
   ModelConfig mc;
   mc.model = "transformer_decoder";
-  mc.input = "embedding";
-  mc.vocab_size = static_cast<std::size_t>(vocab);
+  apply_task_spec(task, mc);  // embedding input, vocabulary, per-position head
   mc.embedding_dim = cell.get_size("d_model");
   mc.hidden_size = cell.get_size("d_model");
   mc.num_layers = cell.get_size("num_layers");
@@ -172,17 +85,16 @@ ModelConfig model_config(const Cell& cell, int vocab) {
   mc.max_len = learned_rows(cell);
   mc.train_len = cell.get_size("L_train");
   mc.dropout = 0.0f;
-  mc.output_size = static_cast<std::size_t>(vocab);
-  mc.head = "per_position";
   return mc;
 }
 
-LrSchedule make_schedule(const Cell& cell, float lr, int steps, int warmup) {
+/// The rope_pi fine-tune's schedule: the cell's schedule kind with the finetune_* keys.
+LrSchedule finetune_schedule(const Cell& cell) {
   LrSchedule s;
   s.kind = cell.get_string("schedule");
-  s.base_lr = lr;
-  s.warmup_steps = warmup;
-  s.total_steps = std::max(1, steps);
+  s.base_lr = cell.get_float("finetune_lr");
+  s.warmup_steps = cell.get_int32("finetune_warmup_steps");
+  s.total_steps = std::max(1, cell.get_int32("finetune_steps"));
   return s;
 }
 
@@ -196,9 +108,7 @@ void validate(const Cell& cell) {
   const std::size_t L = cell.get_size("L_train");
   const std::size_t lo = cell.get_size("min_train_len");
   const std::size_t longest = max_eval_len(cell);
-  if (lo > L) bad("min_train_len", cell.params.text("min_train_len"), "expected an integer <= L_train (" + std::to_string(L) + ")");
-  if (cell.get_int("warmup_steps") > cell.get_int("steps"))
-    bad("warmup_steps", cell.params.text("warmup_steps"), "expected an integer <= steps (" + cell.params.text("steps") + ")");
+  // Declared bounds (options): min_train_len <= L_train, warmup_steps <= steps.
   if (cell.get_int("finetune_steps") > 0 &&
       cell.get_int("finetune_warmup_steps") > cell.get_int("finetune_steps"))
     bad("finetune_warmup_steps", cell.params.text("finetune_warmup_steps"),
@@ -246,135 +156,13 @@ void validate(const Cell& cell) {
     }
   }
   if (task != "analysis") {
-    make_schedule(cell, cell.get_float("lr"), cell.get_int32("steps"), cell.get_int32("warmup_steps")).validate();
-    model_config(cell, 4).validate();  // n_heads dividing d_model, even head size for rope...
+    cell_schedule(cell);  // schedule, lr, warmup_steps, steps
+    // n_heads dividing d_model, even head size for rope...
+    model_config(cell, pe::cell_task(cell, lo, L, "train")->spec()).validate();
   }
   if ((enc == "rope" || enc == "rope_pi" || enc == "rope_ntk") && task == "analysis" &&
       cell.get_int("analysis_head_dim") % 2 != 0)
     bad("analysis_head_dim", cell.params.text("analysis_head_dim"), "expected an even integer");
-}
-
-/// Loss / accuracy accumulators of one position bucket.
-struct Acc {
-  double loss = 0;
-  std::size_t n = 0, correct = 0;
-};
-enum Bucket { kAll = 0, kWithin = 1, kBeyond = 2 };
-const char* const kBucketNames[3] = {"all", "within_train_len", "beyond_train_len"};
-
-/// Evaluates `model` on `b`, widened to `width` >= b's width (extra columns padded: a causal
-/// model's outputs at real positions do not change, but RoPE's context length — and so the
-/// scale of rope_pi — becomes `width`). Buckets by the position t of the prediction.
-std::array<Acc, 3> evaluate(SequenceModel& model, TransformerModel& tm, const PaddedTokenBatch& b,
-                            std::size_t width, std::size_t L_train, std::size_t n_heads) {
-  const std::size_t N = b.inputs.shape()[0], W0 = b.inputs.shape()[1], W = std::max(width, W0);
-  const std::size_t chunk = std::max<std::size_t>(1, kEvalChunkFloats / (n_heads * W * W));
-  std::array<Acc, 3> acc;
-  CrossEntropyLoss ce;
-  for (std::size_t r0 = 0; r0 < N; r0 += chunk) {
-    const std::size_t nb = std::min(chunk, N - r0);
-    IndexTensor2 x = IndexTensor2::from_shape({nb, W}), y = IndexTensor2::from_shape({nb, W});
-    PaddingMask m = PaddingMask::from_shape({nb, W});
-    x.fill(0);
-    y.fill(kIgnoreTarget);
-    m.fill(1);
-    for (std::size_t r = 0; r < nb; ++r)
-      for (std::size_t t = 0; t < W0; ++t) {
-        x(r, t) = b.inputs(r0 + r, t);
-        y(r, t) = b.targets(r0 + r, t);
-        m(r, t) = b.padding(r0 + r, t);
-      }
-    tm.set_padding(&m);
-    const Tensor2 logits = rows_of(model.forward(x));
-    tm.set_padding(nullptr);
-    ce.forward(logits, ids_of(y));
-    const Tensor1& rl = ce.row_losses();
-    const std::size_t V = logits.shape()[1];
-    for (std::size_t r = 0; r < nb; ++r)
-      for (std::size_t t = 0; t < W; ++t) {
-        if (y(r, t) == kIgnoreTarget) continue;
-        const std::size_t row = r * W + t;
-        std::size_t arg = 0;  // first maximum, as torch.argmax
-        for (std::size_t c = 1; c < V; ++c)
-          if (logits(row, c) > logits(row, arg)) arg = c;
-        const bool ok = static_cast<std::int32_t>(arg) == y(r, t);
-        for (const int k : {static_cast<int>(kAll), t < L_train ? static_cast<int>(kWithin) : static_cast<int>(kBeyond)}) {
-          acc[static_cast<std::size_t>(k)].loss += rl(row);
-          acc[static_cast<std::size_t>(k)].n += 1;
-          acc[static_cast<std::size_t>(k)].correct += ok ? 1 : 0;
-        }
-      }
-  }
-  return acc;
-}
-
-struct TrainSummary {
-  TrainResult result;
-  double final_loss = NAN;  // mean train loss of the last log window
-  double time_s = 0;
-};
-
-/// Trains `model` for `steps` on batches of lengths [lo, hi] padded to hi; adds the curve to table
-/// "steps" with phase `phase`.
-TrainSummary train(const Cell& cell, SequenceModel& model, TransformerModel& tm, const TaskData& data,
-                   std::size_t lo, std::size_t hi, int steps, float lr, int warmup, Rng& rng,
-                   const std::string& phase, const Row& id, CellOutput& out) {
-  const std::size_t batch = cell.get_size("batch");
-  const int log_every = cell.get_int32("log_every");
-  const std::vector<Parameter*> params = model.parameters();
-  OptimizerConfig oc;
-  oc.lr = lr;
-  oc.weight_decay = cell.get_float("weight_decay");
-  auto optim = make_optimizer(cell.get_string("optimizer"), params, oc);
-  const LrSchedule schedule = make_schedule(cell, lr, steps, warmup);
-  CrossEntropyLoss ce;
-  auto loss_and_grad = [&](int) -> double {
-    const PaddedTokenBatch b = data.train(batch, lo, hi, rng);
-    tm.set_padding(&b.padding);
-    const Tensor2 logits = rows_of(model.forward(b.inputs));
-    const double loss = ce.forward(logits, ids_of(b.targets));
-    model.backward(unrows(ce.backward(), batch, hi));
-    tm.set_padding(nullptr);
-    return loss;
-  };
-  double win_loss = 0, win_norm = 0;
-  int win_n = 0;
-  TrainSummary s;
-  auto on_step = [&](const StepRecord& r) {
-    win_loss += r.loss;
-    win_norm += r.grad_norm;
-    ++win_n;
-    const int done = r.step + 1;
-    if (done % log_every == 0 || done == steps) {
-      s.final_loss = win_loss / win_n;
-      out.add_row(Row(id).add("phase", phase).add("step", done).add("train_loss", s.final_loss)
-                      .add("grad_norm", win_norm / win_n).add("lr", r.lr),
-                  "steps");
-      win_loss = win_norm = 0;
-      win_n = 0;
-    }
-  };
-  TrainOptions topt;
-  topt.steps = steps;
-  topt.clip_norm = cell.get_real("clip_norm");
-  topt.quiet = cell.quiet;
-  topt.label = cell.get_string("task") + " " + cell.get_string("positional_encoding") + " " + phase +
-               " seed " + std::to_string(cell.replicate);
-  // --checkpoint-every: one checkpoint per phase (pretrain, finetune); the steps change the model,
-  // the optimizer, the phase's data stream, the curve window and the "steps" rows.
-  topt.checkpoint = cell_checkpoint(cell, phase, &model, out);
-  topt.checkpoint.state.add("data_rng", rng);
-  topt.checkpoint.state.add("win_loss", win_loss);
-  topt.checkpoint.state.add("win_norm", win_norm);
-  topt.checkpoint.state.add("win_n", win_n);
-  topt.checkpoint.state.add("final_loss", s.final_loss);
-  model.train();
-  const auto t0 = std::chrono::steady_clock::now();
-  s.result = train_loop(topt, params, *optim, schedule, loss_and_grad, on_step);
-  s.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (win_n > 0) s.final_loss = win_loss / win_n;
-  model.eval();
-  return s;
 }
 
 Row id_row(const Cell& cell, const std::string& variant) {
@@ -387,11 +175,40 @@ Row id_row(const Cell& cell, const std::string& variant) {
   return r;
 }
 
-/// The main-table row of one run (training run, its fine-tune, or an analysis computation).
+/// One training phase of a cell (pretrain, or the rope_pi fine-tune): `steps` updates of a fresh
+/// optimizer at peak rate `lr` on fresh batches of `task` from `rng`; the curve goes to table
+/// "steps" with variant `variant` and phase `phase` (experiment/training.hpp: window, timer,
+/// divergence and the phase's own checkpoint).
+PhaseResult train(const Cell& cell, CellOutput& out, SequenceModel& model, const Task& task, Rng& rng,
+                  const std::string& phase, const std::string& variant, int steps, float lr,
+                  const LrSchedule& schedule) {
+  const std::size_t batch = cell.get_size("batch");
+  const std::vector<Parameter*> params = model.parameters();
+  OptimizerConfig oc;
+  oc.lr = lr;
+  oc.weight_decay = cell.get_float("weight_decay");
+  auto optim = make_optimizer(cell.get_string("optimizer"), params, oc);
+  auto& tm = dynamic_cast<TransformerModel&>(model);
+  CrossEntropyLoss ce;
+  TrainingPhase ph(cell, out, &model, phase);
+  ph.steps(steps).clip_norm(cell.get_real("clip_norm"))
+      .curve(cell.get_int32("log_every"), "steps", id_row(cell, variant).add("phase", phase));
+  ph.state().add("data_rng", rng);
+  return ph.run(params, *optim, schedule, [&](int) {
+    const TaskBatch b = task.sample(batch, rng);
+    tm.set_padding(&b.padding);
+    const double loss = ce.forward(rows_of(model.forward(b.tokens)), ids_of(b.targets));
+    model.backward(unrows(ce.backward(), batch, b.tokens.shape()[1]));
+    tm.set_padding(nullptr);
+    return loss;
+  });
+}
+
+/// The main-table row of one run (training run, its fine-tune, or an analysis computation: r null).
 void add_run_row(const Cell& cell, CellOutput& out, const std::string& variant, std::size_t n_params,
-                 int vocab, int steps, std::size_t finetune_len, int finetune_steps,
-                 const TrainSummary* s, double time_s) {
-  const bool diverged = s != nullptr && s->result.diverged;
+                 std::size_t vocab, int steps, std::size_t finetune_len, int finetune_steps,
+                 const PhaseResult* r, double time_s) {
+  const bool diverged = r != nullptr && r->diverged;
   out.add_row(id_row(cell, variant)
                   .add("derived_seed", cell.seed)
                   .add("L_train", cell.get_int("L_train"))
@@ -404,33 +221,11 @@ void add_run_row(const Cell& cell, CellOutput& out, const std::string& variant, 
                   .add("steps", steps)
                   .add("finetune_len", finetune_len)
                   .add("finetune_steps", finetune_steps)
-                  .add("steps_done", s ? s->result.steps_done : 0)
+                  .add("steps_done", r ? r->steps_done : 0)
                   .add("diverged", diverged ? 1 : 0)
-                  .add("diverged_step", diverged ? s->result.diverged_step : -1)
-                  .add("final_train_loss", s ? s->final_loss : NAN)
+                  .add("diverged_step", diverged ? r->diverged_step : -1)
+                  .add("final_train_loss", r ? r->final_window_loss : std::nan(""))
                   .add("train_time_s", time_s));
-}
-
-void add_eval_rows(const Cell& cell, CellOutput& out, const std::string& variant, std::size_t L,
-                   const std::array<Acc, 3>& acc, const TaskData& data) {
-  const std::size_t Lt = cell.get_size("L_train");
-  for (int k = 0; k < 3; ++k) {
-    const Acc& a = acc[static_cast<std::size_t>(k)];
-    const double n = static_cast<double>(a.n);
-    const double loss = a.n ? a.loss / n : NAN;
-    out.add_row(id_row(cell, variant)
-                    .add("L_train", Lt)
-                    .add("eval_len", L)
-                    .add("eval_ratio", L / Lt)
-                    .add("bucket", kBucketNames[k])
-                    .add("n_scored", a.n)
-                    .add("loss_nats", loss)
-                    .add("perplexity", std::exp(loss))
-                    .add("accuracy", a.n ? static_cast<double>(a.correct) / n : NAN)
-                    .add("chance_accuracy", data.chance_accuracy)
-                    .add("chance_loss_nats", data.chance_loss),
-                "eval");
-  }
 }
 
 void run_analysis(const Cell& cell, CellOutput& out) {
@@ -460,48 +255,45 @@ void run_cell(const Cell& cell, CellOutput& out) {
   const std::size_t lo = cell.get_size("min_train_len");
   const std::size_t R = cell.get_size("max_eval_ratio");
   const std::size_t n_heads = cell.get_size("n_heads");
-  const TaskData data = make_task(cell);
+  const std::unique_ptr<Task> task = pe::cell_task(cell, lo, Lt, "train");
+  const TaskSpec spec = task->spec();
 
   Rng init_rng(cell.stream_seed(kInitStream));
-  const std::unique_ptr<SequenceModel> model_ptr = make_model(model_config(cell, data.vocab), init_rng);
+  const std::unique_ptr<SequenceModel> model_ptr = make_model(model_config(cell, spec), init_rng);
   SequenceModel& model = *model_ptr;
-  auto* tm = dynamic_cast<TransformerModel*>(&model);
-  if (!tm) throw std::logic_error("transformer_decoder did not build a TransformerModel");
 
   // Test sets: one per evaluation length, shared by every encoding and variant (paired).
   const std::size_t eval_batch = cell.get_size("eval_batch");
-  std::vector<PaddedTokenBatch> tests;
+  std::vector<TaskBatch> tests;
   for (std::size_t r = 1; r <= R; ++r) {
     Rng test_rng(derive_seed(cell.stream_seed(kTestStream), r * Lt));
-    tests.push_back(data.test(eval_batch, r * Lt, test_rng));
+    tests.push_back(pe::cell_task(cell, r * Lt, r * Lt, "test")->sample(eval_batch, test_rng));
   }
 
   Rng train_rng(cell.stream_seed(kTrainStream));
   const int steps = cell.get_int32("steps");
-  const TrainSummary pre = train(cell, model, *tm, data, lo, Lt, steps, cell.get_float("lr"),
-                                 cell.get_int32("warmup_steps"), train_rng, "pretrain",
-                                 id_row(cell, "zero_shot"), out);
+  const PhaseResult pre = train(cell, out, model, *task, train_rng, "pretrain", "zero_shot", steps,
+                                cell.get_float("lr"), cell_schedule(cell));
   const std::size_t n_params = model.num_parameters();
   for (std::size_t r = 1; r <= R; ++r)
-    add_eval_rows(cell, out, "zero_shot", r * Lt,
-                  evaluate(model, *tm, tests[r - 1], 0, Lt, n_heads), data);
-  add_run_row(cell, out, "zero_shot", n_params, data.vocab, steps, 0, 0, &pre, pre.time_s);
+    pe::add_eval_rows(out, id_row(cell, "zero_shot"), Lt, r * Lt,
+                      pe::evaluate_buckets(model, tests[r - 1], 0, Lt, n_heads), spec);
+  add_run_row(cell, out, "zero_shot", n_params, spec.vocab_size, steps, 0, 0, &pre, pre.train_time_s);
 
   // Position interpolation, Chen et al. 2023 §3: fine-tune at the longer window L' with the fixed
   // scale s = L'/L_train (batches padded to L', so RoPE's context length is L'); evaluate with the
   // same scale for every length <= L' (inputs padded to L'), and s = L/L_train beyond.
   const int ft_steps = cell.get_int32("finetune_steps");
-  if (enc == "rope_pi" && ft_steps > 0 && !pre.result.diverged) {
+  if (enc == "rope_pi" && ft_steps > 0 && !pre.diverged) {
     const std::size_t Lf = cell.get_size("finetune_ratio") * Lt;
     Rng ft_rng(cell.stream_seed(kFinetuneStream));
-    const TrainSummary ft = train(cell, model, *tm, data, lo, Lf, ft_steps,
-                                  cell.get_float("finetune_lr"), cell.get_int32("finetune_warmup_steps"),
-                                  ft_rng, "finetune", id_row(cell, "finetuned"), out);
+    const PhaseResult ft = train(cell, out, model, *pe::cell_task(cell, lo, Lf, "train"), ft_rng, "finetune",
+                                 "finetuned", ft_steps, cell.get_float("finetune_lr"), finetune_schedule(cell));
     for (std::size_t r = 1; r <= R; ++r)
-      add_eval_rows(cell, out, "finetuned", r * Lt,
-                    evaluate(model, *tm, tests[r - 1], Lf, Lt, n_heads), data);
-    add_run_row(cell, out, "finetuned", n_params, data.vocab, steps, Lf, ft_steps, &ft,
-                pre.time_s + ft.time_s);
+      pe::add_eval_rows(out, id_row(cell, "finetuned"), Lt, r * Lt,
+                        pe::evaluate_buckets(model, tests[r - 1], Lf, Lt, n_heads), spec);
+    add_run_row(cell, out, "finetuned", n_params, spec.vocab_size, steps, Lf, ft_steps, &ft,
+                pre.train_time_s + ft.train_time_s);
   }
 }
 
@@ -531,7 +323,7 @@ int main(int argc, char** argv) {
       int_option("L_train", 16, "tokens", "longest training length (rows padded to it)")
           .at_least(1).at_most(65536),
       int_option("min_train_len", 12, "tokens", "shortest training length (lengths uniform in [min_train_len, L_train])")
-          .at_least(1).at_most(65536),
+          .at_least(1).at_most(65536).at_most_key("L_train"),
       int_option("max_eval_ratio", 8, "1", "evaluate at r*L_train for r = 1..max_eval_ratio")
           .at_least(1).at_most(64),
       int_option("learned_max_len", 0, "tokens",
@@ -553,7 +345,7 @@ int main(int argc, char** argv) {
       real_option("weight_decay", 0.01, "1", "weight decay (decoupled for adamw)").at_least(0),
       real_option("clip_norm", 1, "1", "max global gradient norm; 0 disables").at_least(0),
       string_option("schedule", "cosine", "learning-rate schedule").one_of({"constant", "cosine", "inverse_sqrt"}),
-      int_option("warmup_steps", 50, "updates", "linear warm-up").at_least(0).at_most(1e9),
+      int_option("warmup_steps", 50, "updates", "linear warm-up").at_least(0).at_most(1e9).at_most_key("steps"),
       int_option("finetune_ratio", 4, "1", "rope_pi fine-tune length = finetune_ratio*L_train")
           .at_least(2).at_most(64),
       int_option("finetune_steps", 60, "updates", "rope_pi fine-tune updates (0: no fine-tune)")

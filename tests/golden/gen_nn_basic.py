@@ -1,5 +1,6 @@
 """PyTorch references for the basic nn layers: Linear, Embedding, the element-wise activations,
-softmax / log_softmax and CrossEntropyLoss (tests/unit/test_nn_{linear,embedding,activations,loss}.cpp).
+softmax / log_softmax and CrossEntropyLoss with reduction mean and sum
+(tests/unit/test_nn_{linear,embedding,activations,loss}.cpp).
 
 Called by make_fixtures.py (float64 default dtype). Inputs and parameters are rounded to float32
 first, so the references are exact for the very values the float32 C++ code sees. Gradients are
@@ -113,6 +114,29 @@ def gen_cross_entropy(write, g):
     write("cross_entropy", out, meta)
 
 
+def gen_cross_entropy_sum(write, g):
+    # reduction='sum' (and 'mean' on the same logits): the same two ignore_index cases as above.
+    N, C = 9, 5
+    out = {}
+    meta = {"loss": "dy * CrossEntropyLoss(ignore_index, reduction)(logits, targets)"}
+    for case, ignore, targets in [
+        ("default", -100, [3, -100, 0, 4, 4, -100, 1, 2, -100]),
+        ("ignore0", 0, [3, 0, 1, 4, 0, 2, 2, 0, 1]),
+    ]:
+        logits = randn(g, N, C, scale=2.0)
+        t = torch.tensor(targets, dtype=torch.long)
+        dy = randn(g, 1)
+        out.update({case + ".logits": logits, case + ".targets": t, case + ".dy": dy})
+        for reduction in ("sum", "mean"):
+            x = logits.clone().requires_grad_(True)
+            loss = torch.nn.CrossEntropyLoss(ignore_index=ignore, reduction=reduction)(x, t)
+            (loss * dy[0]).backward()
+            out.update({case + "." + reduction + ".loss": loss.reshape(1),
+                        case + "." + reduction + ".logits.grad": x.grad})
+        meta[case + ".ignore_index"] = ignore
+    write("cross_entropy_sum", out, meta)
+
+
 def generate(write):
     g = torch.Generator().manual_seed(20240611)
     gen_linear(write, g)
@@ -120,3 +144,5 @@ def generate(write):
     gen_activations(write, g)
     gen_softmax(write, g)
     gen_cross_entropy(write, g)
+    # Its own generator, so the fixtures above keep their draws.
+    gen_cross_entropy_sum(write, torch.Generator().manual_seed(20250101))

@@ -80,7 +80,7 @@ TEST_CASE("norm_stability rejects bad input with exit 2 and writes nothing", "[i
   const std::vector<Case> cases = {
       {{"--study=batch,foo"}, {"study", "'foo' is not allowed", "batch|padding|warmup"}},
       {{"--norm=group_norm"}, {"norm", "group_norm"}},
-      {{"--batch_sizes=1 x"}, {"batch_sizes", "'x' is not an integer", "space-separated integers"}},
+      {{"--batch_sizes=1 x"}, {"batch_sizes", "'x' is not an integer", "space-separated list of distinct integers"}},
       {{"--batch_sizes=1 0"}, {"batch_sizes", "'0' is out of range", "[1, 4096]"}},
       {{"--batch_sizes=2 2"}, {"batch_sizes", "'2' is repeated"}},
       {{"--pad_fractions=0 0.99"}, {"pad_fractions", "'0.99' is out of range", "[0, 0.95]"}},
@@ -89,7 +89,8 @@ TEST_CASE("norm_stability rejects bad input with exit 2 and writes nothing", "[i
       {{"--placements=pre middle"}, {"placements", "'middle' is not allowed", "pre|post"}},
       {{"--lrs=0.01 0"}, {"lrs", "'0' is out of range", "(0, 10]"}},
       {{"--lrs=1e400"}, {"lrs", "'1e400' is not a finite real number"}},
-      {{"--warmups=0 100"}, {"warmups", "'100'", "<= steps (6)"}},
+      {{"--warmups=0 100"}, {"warmups", "'100' is out of range", "<= steps (6)"}},
+      {{"--placements="}, {"placements", "empty list"}},
       {{"--warmup_steps=7"}, {"warmup_steps", "'7'", "<= steps (6)"}},
       {{"--d_model=8", "--n_heads=3"}, {"n_heads", "3"}},
       {{"--min_len=9"}, {"min_len", "<= seq_len (8)"}},

@@ -141,14 +141,34 @@ def finish(passed, failed="{n} check(s) failed"):
     return 0
 
 
-def check_verdict_rows(rows, allowed):
-    """Checks the rows of a plot script's verdicts(): each has exactly the keys claim, measured,
-    anchor, verdict and rule; its verdict starts with one of `allowed`; its claim, measured,
-    anchor and rule are sentences (text longer than 10 characters). Returns nothing."""
+# The keys of a verdicts() row (plots/seqlab_verdict.py, Verdict.row) and the values of its checks.
+ROW_KEYS = {"claim", "measured", "anchor", "verdict", "rule", "kind", "reason", "test", "effect", "margin",
+            "checks"}
+CHECK_NAMES = {"ceiling", "floor", "converged", "controls"}
+
+
+def check_verdict_rows(rows, allowed=None):
+    """Checks the rows of a plot script's verdicts(): each has exactly the keys of ROW_KEYS; its
+    kind is one of plots/seqlab_verdict.py's KINDS (and, when `allowed` is given, starts with one
+    of `allowed`), its verdict text is the kind ('depends on …' with its condition); claim,
+    measured, anchor and rule are sentences (text longer than 10 characters); test, effect, margin
+    and reason are text; checks has ceiling, floor, converged and controls, each 'yes', 'no',
+    'n.a.' or 'unclear', possibly naming the parts it applies to ('yes (GRU)'). Returns nothing."""
+    sv = import_plots_module("seqlab_verdict")
     for row in rows:
-        check(set(row) == {"claim", "measured", "anchor", "verdict", "rule"},
-              f"verdict row keys: {sorted(row)}")
-        check(any(row["verdict"].startswith(v) for v in allowed),
-              f"verdict value allowed: {row['verdict']!r}")
+        check(set(row) == ROW_KEYS, f"verdict row keys: {sorted(row)}")
+        kind = row.get("kind")
+        check(kind in sv.KINDS, f"verdict kind allowed: {kind!r}")
+        if allowed is not None:
+            check(any(str(kind).startswith(v) for v in allowed), f"verdict kind expected here: {kind!r}")
+        verdict = row.get("verdict", "")
+        check(verdict == kind or (kind == sv.DEPENDS and verdict.startswith("depends on ") and len(verdict) > 11),
+              f"verdict text matches its kind: {verdict!r} ({kind!r})")
         for k in ("claim", "measured", "anchor", "rule"):
-            check(isinstance(row[k], str) and len(row[k]) > 10, f"{k} is a sentence: {row[k]!r}")
+            check(isinstance(row.get(k), str) and len(row[k]) > 10, f"{k} is a sentence: {row.get(k)!r}")
+        for k in ("test", "effect", "margin", "reason"):
+            check(isinstance(row.get(k), str), f"{k} is text: {row.get(k)!r}")
+        checks = row.get("checks", {})
+        check(isinstance(checks, dict) and set(checks) == CHECK_NAMES, f"checks: {checks!r}")
+        for c, v in (checks.items() if isinstance(checks, dict) else []):
+            check(str(v).split(" (")[0] in ("yes", "no", "n.a.", "unclear"), f"check {c} value: {v!r}")

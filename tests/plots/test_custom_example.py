@@ -73,6 +73,18 @@ def main():
         rewrite_csv(path, set_accuracy("ramp", lambda b: {"0": "0.2", "1": "0.25", "2": "0.3"}[b[3]]))
         check(mod.verdicts(res3)[0]["verdict"] == "fails", "ramp far below sinusoidal -> fails")
 
+        # Both at accuracy 1: the ceiling, not evidence of equality; both at chance: the floor.
+        rewrite_csv(path, set_accuracy("sinusoidal", "1"))
+        rewrite_csv(path, set_accuracy("ramp", "0.995"))
+        check(mod.verdicts(res3)[0]["verdict"] == "inconclusive: ceiling", "both at 1 -> ceiling")
+        chance = mod.Data(res3).chance
+        rewrite_csv(path, set_accuracy("sinusoidal", str(chance)))
+        rewrite_csv(path, set_accuracy("ramp", str(chance)))
+        check(mod.verdicts(res3)[0]["verdict"] == "inconclusive: floor", "both at chance -> floor")
+        rewrite_csv(path, set_accuracy("none", str(chance)))
+        check(mod.verdicts(res3)[1]["verdict"] == "inconclusive: floor",
+              "none and the reference at chance -> floor (the budget taught nothing)")
+
         res4 = fresh(FIXTURE, tmp, "one_seed")
 
         def one_seed(header, body):

@@ -4,8 +4,9 @@
 Every experiment whose plot script defines verdicts() must have a fixture. The test copies the
 fixtures into a temporary results tree, runs each plot script on its directory (as run_all.sh
 does), then make_report.py, and checks REPORT.md: every claim appears, experiments with results
-have computed verdicts (never "not run"), experiments without are "not run", every linked figure
-exists. Then the failure paths: a malformed meta.json and a CSV without a column make the report
+have computed verdicts (never "not run") of plots/seqlab_verdict.py's kinds, each row with its
+test, effect, margin and artifact checks, the per-claim counts by kind ('by construction' apart),
+experiments without are "not run", every linked figure exists. Then the failure paths: a malformed meta.json and a CSV without a column make the report
 exit 2 naming the file or column, and leave no REPORT.md behind.
 """
 import os
@@ -15,12 +16,11 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_test_support import (FIXTURES, PLOTS, check, finish, import_plots_module,  # noqa: E402
-                               run_script)
+from plot_test_support import (FIXTURES, PLOTS, ROW_KEYS, check, finish,  # noqa: E402
+                               import_plots_module, run_script)
 
 make_report = import_plots_module("make_report")
-
-VERDICTS = ("holds", "fails", "depends on", "inconclusive")
+sv = import_plots_module("seqlab_verdict")
 
 
 def with_verdicts():
@@ -48,6 +48,8 @@ def build_tree(tmp, names):
 
 
 def main():
+    check(set(make_report.ROW_KEYS) == ROW_KEYS and set(ROW_KEYS) == set(sv.Verdict(sv.HOLDS).row("c", "m", "a", "r")),
+          "the report, the tests and seqlab_verdict agree on a row's keys")
     names = with_verdicts()
     with tempfile.TemporaryDirectory() as tmp:
         res = build_tree(tmp, names)
@@ -79,9 +81,27 @@ def main():
         check([verdict_of(l) for l in glance if verdict_of(l)] == [verdict_of(l) for l in claims_table if verdict_of(l)
                                                                     and "not run" not in verdict_of(l)],
               "the glance table's verdicts are the claims table's, in order")
-        verdict_cells = re.findall(r"\*\*([^*]+)\*\*", text)
-        check(all(v == "not run" or v.startswith(VERDICTS) for v in verdict_cells),
-              f"every verdict is one of {VERDICTS} or 'not run' (got {verdict_cells})")
+        table_lines = [l for l in text.splitlines() if l.startswith("| ")]
+        verdict_cells = [v for l in table_lines for v in re.findall(r"\*\*([^*]+)\*\*", l)]
+        check(verdict_cells and all(v == "not run" or v in sv.KINDS or v.startswith("depends on ")
+                                    for v in verdict_cells),
+              f"every verdict is one of seqlab_verdict.KINDS, 'depends on …' or 'not run' (got {verdict_cells})")
+        # The claims table shows each verdict's test, effect, margin and artifact checks.
+        header = next((l for l in section("Claims") if l.startswith("| # |")), "")
+        for col in ("test", "effect (95 % interval)", "margin", "artifact checks", "rule"):
+            check(f"| {col} |" in header, f"claims table has a '{col}' column")
+        check(all(l.count(" | ") >= 10 for l in claims_table if "not run" not in l),
+              "every claims row fills the eleven columns")
+        check(all(re.search(r"ceiling (yes|no|n\.a\.).*floor .*converged .*controls matched ", l)
+                  for l in claims_table if "not run" not in l),
+              "every claims row has its artifact checks")
+        # Per-claim counts by kind; 'by construction' shown apart, not counted as evidence.
+        counts = [l for l in text.splitlines() if l.startswith("- Claim ")]
+        check(counts and all(re.search(r": (holds|fails|depends on|inconclusive|no evidence)", l) for l in counts),
+              f"counts by verdict kind: {counts}")
+        check(any("by construction" in l and "not counted as evidence" in l for l in counts)
+              == any("**by construction**" in l for l in claims_table),
+              "by construction is listed apart in the counts exactly when a row has it")
         for link in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text):
             check(os.path.isfile(os.path.join(res, link)), f"linked figure {link} exists")
             check(os.path.isfile(os.path.join(res, os.path.splitext(link)[0] + ".pdf")),

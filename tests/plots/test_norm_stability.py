@@ -38,32 +38,54 @@ def main():
         before = sorted(os.listdir(res2))
         rows = mod.verdicts(res2)
         check(sorted(os.listdir(res2)) == before, "verdicts() writes nothing")
-        check(len(rows) == 4, f"4 verdict rows (got {len(rows)})")
-        check_verdict_rows(rows, VERDICTS)
+        check(len(rows) == 5, f"5 verdict rows (got {len(rows)})")
+        check_verdict_rows(rows, VERDICTS + ("by construction",))
         claims = " ".join(r["claim"] for r in rows)
-        for word in ("Padding", "Small batches", "inference", "Pre-LN"):
+        for word in ("Padding", "Small batches", "LayerNorm uses the same statistics",
+                     "BatchNorm's accuracy differs", "Pre-LN"):
             check(word in claims, f"a sub-claim about {word}")
-        # The fixture's numbers: LayerNorm's train/eval gap is exactly 0 and BatchNorm's is not,
-        # so the mismatch row holds; the measured text carries the numbers.
-        mismatch = [r for r in rows if "inference" in r["claim"]][0]
-        check(mismatch["verdict"] == "holds", f"mismatch verdict on the fixture: {mismatch['verdict']}")
+        # The fixture's numbers: LayerNorm's train/eval gap is exactly 0 (by construction, shown);
+        # BatchNorm's per-seed mean gap straddles the ±0.02 margin with 3 seeds of 20 updates.
+        ln_row = [r for r in rows if "LayerNorm uses the same statistics" in r["claim"]][0]
+        mismatch = [r for r in rows if "BatchNorm's accuracy differs" in r["claim"]][0]
+        check(ln_row["verdict"] == "by construction", f"LayerNorm modes on the fixture: {ln_row['verdict']}")
+        check(mismatch["verdict"] == "inconclusive" and "straddles" in mismatch["reason"],
+              f"mismatch verdict on the fixture: {mismatch['verdict']} ({mismatch['reason']})")
         check("pts" in mismatch["measured"] and "3 seeds" in mismatch["measured"],
               f"mismatch measured text: {mismatch['measured']}")
+        check("[" in mismatch["effect"] and "±0.02" in mismatch["margin"] and "t over 3 seeds" in mismatch["test"],
+              f"mismatch parts: {mismatch['effect']!r}, {mismatch['margin']!r}, {mismatch['test']!r}")
 
-        # 3. The verdicts are computed from the CSVs: a LayerNorm gap makes the mismatch row fail;
-        #    a single seed makes every rule inconclusive.
+        # 3. The verdicts are computed from the CSVs: a LayerNorm gap contradicts the construction
+        #    (fails); BatchNorm 30 points worse in train mode in every run: the modes differ (holds);
+        #    no BatchNorm gap at all: equivalence within the margin (fails); a single seed makes every
+        #    rule that needs seeds inconclusive.
         res3 = fresh(FIXTURE, tmp, "edited")
         main_csv = os.path.join(res3, "norm_stability.csv")
 
-        def ln_gap(header, body):
-            i_norm, i_gap = header.index("norm"), header.index("train_eval_gap")
-            for b in body:
-                if b[i_norm] == "layer_norm":
-                    b[i_gap] = "0.5"
-            return header, body
-        rewrite_csv(main_csv, ln_gap)
-        edited = [r for r in mod.verdicts(res3) if "inference" in r["claim"]][0]
-        check(edited["verdict"] == "fails", f"LayerNorm gap -> mismatch fails ({edited['verdict']})")
+        def set_gap(norm, value):
+            def fn(header, body):
+                i_norm, i_gap = header.index("norm"), header.index("train_eval_gap")
+                i_tr, i_ev = header.index("acc_train_mode"), header.index("acc_eval_mode")
+                for b in body:
+                    if b[i_norm] == norm:
+                        b[i_gap] = str(value)
+                        b[i_tr] = str(float(b[i_ev]) + value)
+                return header, body
+            return fn
+
+        def row_of(res, text):
+            return [r for r in mod.verdicts(res) if text in r["claim"]][0]
+        rewrite_csv(main_csv, set_gap("layer_norm", 0.5))
+        edited = row_of(res3, "LayerNorm uses the same statistics")
+        check(edited["verdict"] == "fails" and "defect" in edited["reason"],
+              f"LayerNorm gap -> the construction is contradicted ({edited['verdict']})")
+        rewrite_csv(main_csv, set_gap("batch_norm", -0.3))
+        check(row_of(res3, "BatchNorm's accuracy differs")["verdict"] == "holds", "BatchNorm gap -0.3 -> holds")
+        rewrite_csv(main_csv, set_gap("batch_norm", 0.0))
+        got = row_of(res3, "BatchNorm's accuracy differs")
+        check(got["verdict"] == "fails" and "within" in got["reason"],
+              f"no BatchNorm gap -> equivalence, fails ({got['verdict']}: {got['reason']})")
 
         res4 = fresh(FIXTURE, tmp, "one_seed")
 
@@ -71,7 +93,8 @@ def main():
             i = header.index("seed")
             return header, [b for b in body if b[i] == "0"]
         rewrite_csv(os.path.join(res4, "norm_stability.csv"), one_seed)
-        check(all(r["verdict"] == "inconclusive" for r in mod.verdicts(res4)),
+        check(all(r["verdict"].startswith("inconclusive") for r in mod.verdicts(res4)
+                  if r["kind"] != "by construction"),
               "one seed -> every verdict inconclusive")
 
         # 4. A missing column: exit 2 naming it; verdicts() raises DataError naming it.

@@ -5,7 +5,9 @@ encoding, 3 seeds, with the analysis cells).
 
 Checks: every figure (PNG and PDF) and the similarity-table CSV are written; verdicts() returns
 well-formed rows with the verdicts the fixture's numbers imply (the 0.92/0.65/0.12/-0.06 claim
-fails, the dot product does not depend on p, the tiny models are inconclusive); a CSV without a
+fails, the dot product's independence of p is shown by construction, the tiny models sit at the
+floor); the trend rules on edited copies (a falling trend holds, flat at 1 is the ceiling, flat
+below 1 fails, a flatter rope holds); the copy and MQAR floors against the C++ constants; a CSV without a
 column or a missing CSV makes the script exit 2 naming it, and verdicts() raise DataError; a run
 whose encodings decide no claim still gets its figures (exit 0, a note), while verdicts() raise.
 """
@@ -15,8 +17,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_test_support import (check, check_figures, drop_column, finish, fixture_dir,  # noqa: E402
-                               fresh, import_plots_module, plot_script, run_script)
+from plot_test_support import (check, check_figures, check_verdict_rows, drop_column,  # noqa: E402
+                               finish, fixture_dir, fresh, import_plots_module, plot_script,
+                               rewrite_csv, run_script)
 
 SCRIPT = plot_script("position_extrapolation")
 FIXTURE = fixture_dir("position_extrapolation")
@@ -47,26 +50,62 @@ def main():
 
         rows = plot.verdicts(res)
         check(len(rows) >= 4 + 3 * 3, f"verdicts() returned {len(rows)} rows")
-        for v in rows:
-            check(set(v) >= {"claim", "measured", "anchor", "verdict", "rule"}, f"row lacks keys: {v}")
-            check(v["verdict"] in ("holds", "fails", "inconclusive") or v["verdict"].startswith("depends on"),
-                  f"bad verdict {v['verdict']!r}")
-            check(all(isinstance(v[k], str) and v[k] for k in ("claim", "measured", "rule")), f"empty field: {v}")
+        check_verdict_rows(rows)
         by_claim = {v["claim"]: v for v in rows}
         sim = [v for c, v in by_claim.items() if "0.92 / 0.65 / 0.12 / -0.06" in c]
         check(len(sim) == 1 and sim[0]["verdict"] == "fails", "similarity claim not decided 'fails'")
         check(len(sim) == 1 and "0.973 / 0.679 / 0.437 / 0.176" in sim[0]["measured"],
               "similarity verdict does not show the measured cosines")
         dot = [v for c, v in by_claim.items() if "not on the position p" in c]
-        check(len(dot) == 1 and dot[0]["verdict"] == "holds", "dot-product-vs-p claim not 'holds'")
+        check(len(dot) == 1 and dot[0]["verdict"] == "by construction", "dot-product-vs-p claim not 'by construction'")
         decay = [v for c, v in by_claim.items() if "RoPE scores decay" in c]
         check(len(decay) == 1 and decay[0]["verdict"] == "depends on how q and k correlate",
               f"RoPE decay verdict: {decay[0]['verdict'] if decay else None}")
         for task in ("copy", "mqar", "char_lm"):
             trained = [v for c, v in by_claim.items() if c.endswith(f"({task})")]
             check(len(trained) == 3, f"{task}: {len(trained)} trained-model verdicts, expected 3")
-            # 6 updates of a width-8 model learn nothing: the rule must refuse to decide.
-            check(all(v["verdict"] == "inconclusive" for v in trained), f"{task}: tiny models decided")
+            # 6 updates of a width-8 model learn nothing: the rule must refuse to decide (floor).
+            check(all(v["verdict"] == "inconclusive: floor" for v in trained),
+                  f"{task}: tiny models decided ({[v['verdict'] for v in trained]})")
+
+        # The trend rule on edited copies of the copy task's sinusoidal and rope rows (all scored
+        # positions): the fixture's floor (most frequent of n = 3, 7, 11 symbols over 4) is 0.56 at 1x.
+        ed = fresh(FIXTURE, tmp, "edited")
+        eval_csv = plot.path_of(ed, "eval")
+
+        def set_acc(enc, by_ratio):
+            def fn(header, body):
+                i = {c: header.index(c) for c in ("task", "positional_encoding", "variant", "bucket",
+                                                  "eval_ratio", "seed", "accuracy")}
+                for b in body:
+                    if (b[i["task"]] == "copy" and b[i["positional_encoding"]] == enc
+                            and b[i["variant"]] == "zero_shot" and b[i["bucket"]] == "all"):
+                        b[i["accuracy"]] = str(by_ratio[int(b[i["eval_ratio"]])] - 0.01 * int(b[i["seed"]]))
+                return header, body
+            return fn
+
+        def verdict(prefix):
+            return next(v for v in plot.verdicts(ed) if v["claim"].startswith(prefix) and
+                        v["claim"].endswith("(copy)"))
+        rewrite_csv(eval_csv, set_acc("sinusoidal", {1: 1.0, 2: 0.75, 3: 0.65}))
+        got = verdict("Sinusoidal encodings fail")
+        check(got["verdict"] == "holds" and "slope" in got["effect"], f"a falling trend holds: {got['verdict']}")
+        rewrite_csv(eval_csv, set_acc("sinusoidal", {1: 1.0, 2: 1.0, 3: 0.995}))
+        check(verdict("Sinusoidal encodings fail")["verdict"] == "inconclusive: ceiling", "flat at 1: ceiling")
+        rewrite_csv(eval_csv, set_acc("sinusoidal", {1: 0.9, 2: 0.9, 3: 0.9}))
+        check(verdict("Sinusoidal encodings fail")["verdict"] == "fails", "flat below 1: fails (no degradation)")
+        # rope keeps 0.9 where sinusoidal falls: rope degrades less.
+        rewrite_csv(eval_csv, set_acc("sinusoidal", {1: 1.0, 2: 0.75, 3: 0.65}))
+        rewrite_csv(eval_csv, set_acc("rope", {1: 1.0, 2: 0.95, 3: 0.9}))
+        check(verdict("Rotary (RoPE) degrades less")["verdict"] == "holds", "rope flatter: holds")
+
+        # The floors, against the constants of tests/unit/test_tasks_mqar.cpp: copy at an evaluation
+        # length with n = 10 symbols over 8; MQAR's key-agnostic predictor at 4 pairs over 16 values.
+        fake = {"meta": {"config": {"copy_alphabet": 8, "mqar_n_pairs": 4, "mqar_n_values": 16}},
+                "eval": [{"task": "copy", "L_train": "21", "chance_accuracy": "0.125", "_path": "x"},
+                         {"task": "mqar", "L_train": "16", "chance_accuracy": "0.0625", "_path": "x"}]}
+        check(abs(plot.floor_at(fake, "copy", 1) - 202656935 / 67108864 / 10) < 1e-12, "copy floor, n = 10")
+        check(abs(plot.floor_at(fake, "mqar", 3) - 1381 / 4096) < 1e-14, "MQAR key-agnostic floor")
 
         # A missing column: exit 2 naming it, verdicts() raises DataError.
         for table_name, column in (("eval", "accuracy"), ("similarity", "cosine"), ("main", "variant"),
@@ -82,7 +121,7 @@ def main():
             except st.DataError as e:
                 check(column in str(e), f"DataError does not name {column}: {e}")
         # A run that decides no claim (copy only, rope and learned, no sinusoidal, no analysis
-        # cells: like a user's own encoding run against rope, README "Add a positional encoding"): the
+        # cells: like a user's own encoding run against rope, lib/README.md "Add a positional encoding"): the
         # figures are written and the script exits 0 with a note; verdicts() still raises (a
         # DataError, so the report refuses such a directory).
         sub = fresh(FIXTURE, tmp, "no_claims")

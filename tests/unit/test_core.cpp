@@ -3,8 +3,10 @@
 #include <cmath>
 #include <numeric>
 #include <set>
+#include <string>
 
 #include "seqlab/core/gemm.hpp"
+#include "seqlab/core/hash.hpp"
 #include "seqlab/core/rng.hpp"
 #include "seqlab/core/threads.hpp"
 
@@ -140,4 +142,12 @@ TEST_CASE("thread budget", "[core][threads]") {
   CHECK_THROWS_AS(set_num_threads(0), std::invalid_argument);
   CHECK(hardware_threads() >= 1);
   CHECK_FALSE(blas_config().empty());
+}
+
+TEST_CASE("fnv1a64 matches the published FNV-1a 64 test vectors", "[core][hash]") {
+  CHECK(fnv1a64("") == 0xcbf29ce484222325ULL);  // the offset basis
+  CHECK(fnv1a64("a") == 0xaf63dc4c8601ec8cULL);
+  CHECK(fnv1a64("foobar") == 0x85944171f73967e8ULL);
+  const std::string s = "foobar";
+  CHECK(fnv1a64(s.data(), 3) == fnv1a64("foo"));
 }

@@ -1,4 +1,4 @@
-// Numerical edge cases of issue 12, at the model level (README "What seqlab guarantees"):
+// Numerical edge cases at the model level (experiments/README.md "What seqlab guarantees"):
 //   - sequences of length 1 and batch size 1: every family runs forward and backward, and its
 //     whole-model gradients match finite differences (tests/support/gradcheck.hpp);
 //   - a batch that is all padding: the Transformer's fully masked attention rows are 0 (not NaN),

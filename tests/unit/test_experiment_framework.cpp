@@ -111,6 +111,51 @@ TEST_CASE("scalar keys reject lists wrong types and out of range values", "[expe
              Catch::Contains("'tcn' is not allowed") && Catch::Contains("lstm|gru"));
 }
 
+TEST_CASE("list keys check every element and read back typed", "[experiment][options][list]") {
+  const auto b = int_list_option("batch_sizes", "1 2 4", "sequences", "batch sizes").at_least(1).at_most(4096);
+  CHECK(b.allowed() == "a space-separated list of distinct integers in [1, 4096]");
+  CHECK(std::get<std::string>(b.parse("  8   16 ", "x").at(0)) == "8   16");
+  CHECK(error_of(b, "1 x") ==
+        "batch_sizes: invalid value '1 x' (from the command line): 'x' is not an integer; expected a "
+        "space-separated list of distinct integers in [1, 4096]");
+  CHECK_THAT(error_of(b, "1 0"), Catch::Contains("'0' is out of range"));
+  CHECK_THAT(error_of(b, "2 2"), Catch::Contains("'2' is repeated"));
+  CHECK_THAT(error_of(b, ""), Catch::Contains("empty list"));
+  CHECK_THAT(error_of(b, "1,2"), Catch::Contains("'1,2' is not an integer"));
+  CHECK_THAT(error_of(b, "99999999999999999999"), Catch::Contains("is out of range"));
+
+  const auto lrs = real_list_option("lrs", "0.001 0.01", "1", "lrs").greater_than(0).at_most(10);
+  CHECK(lrs.allowed() == "a space-separated list of distinct reals in (0, 10]");
+  CHECK_THAT(error_of(lrs, "0.1 0"), Catch::Contains("'0' is out of range"));
+  CHECK_THAT(error_of(lrs, "nan"), Catch::Contains("'nan' is not a finite real number"));
+  CHECK_THAT(error_of(lrs, "1e-50"), Catch::Contains("'1e-50' is nonzero but rounds to 0"));
+  CHECK_THAT(error_of(lrs, "0.1 1e-1"), Catch::Contains("'1e-1' is repeated"));
+
+  const auto norms = choice_list_option("norms", "a", {"a", "b", "none"}, "norms");
+  CHECK(norms.allowed() == "a space-separated list of distinct values from a|b|none");
+  CHECK(std::get<std::string>(norms.parse("none b", "x").at(0)) == "none b");
+  CHECK_THAT(error_of(norms, "a c"), Catch::Contains("'c' is not allowed"));
+
+  const auto models = choice_list_option("tta_models", "none", {"lstm", "gru"}, "models").empty_as("none");
+  CHECK(models.default_text() == "none");
+  CHECK(std::get<std::string>(models.defaults.at(0)).empty());
+  CHECK(std::get<std::string>(models.parse("none", "x").at(0)).empty());
+  CHECK(models.allowed() == "a space-separated list of distinct values from lstm|gru, or 'none' for none");
+  CHECK_NOTHROW(models.check(models.defaults.at(0), "none", "x"));
+
+  Params p;
+  p.set("b", std::string("8 16 32"));
+  p.set("lrs", std::string("0.001 3e-3"));
+  p.set("norms", std::string("none b"));
+  p.set("models", std::string());
+  CHECK(p.get_int_list("b") == std::vector<std::int64_t>{8, 16, 32});
+  CHECK(p.get_real_list("lrs") == std::vector<double>{0.001, 0.003});
+  CHECK(p.get_string_list("norms") == std::vector<std::string>{"none", "b"});
+  CHECK(p.get_string_list("models").empty());
+  CHECK(p.get_int_list("models").empty());
+  CHECK_THROWS_AS(p.get_int_list("norms"), std::logic_error);
+}
+
 TEST_CASE("params give typed access", "[experiment][options]") {
   Params p;
   p.set("n", std::int64_t{3});

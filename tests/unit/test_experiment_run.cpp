@@ -107,6 +107,64 @@ fs::path write_ini(const fs::path& dir, const std::string& name, const std::stri
 
 }  // namespace
 
+TEST_CASE("a declared cross-key bound is checked for every cell before anything runs", "[experiment][run][options]") {
+  TempDir d;
+  ExperimentSpec spec = toy_spec();
+  spec.options.push_back(int_sweep("steps", {100, 300}, "updates", "updates").at_least(0).at_most(1000));
+  spec.options.push_back(
+      int_option("warmup_steps", 200, "updates", "warm-up").at_least(0).at_most(1000).at_most_key("steps"));
+  const fs::path out = d.path / "res";
+  const auto ini = write_ini(d.path, "c.ini", "n = 1\n").string();
+  g_calls = 0;
+  const auto r = run(spec, {"--config", ini, "--out", out.string(), "--quiet"});
+  CHECK(r.code == 2);
+  CHECK(r.err == "toy: error: warmup_steps: invalid value '200': expected an integer <= steps (100)\n");
+  CHECK(g_calls == 0);
+  CHECK_FALSE(fs::exists(out));
+  const auto ok = run(spec, {"--config", ini, "--out", out.string(), "--quiet", "--warmup_steps=100",
+                             "--list-cells"});
+  CHECK(ok.code == 0);
+
+  ExperimentSpec bad = toy_spec();
+  bad.options.push_back(int_option("w", 1, "1", "w").at_least(0).at_most(9).at_most_key("nonexistent"));
+  const auto b = run(bad, {"--config", ini, "--list-cells"});
+  CHECK(b.code == 1);
+  CHECK_THAT(b.err, Catch::Contains("must be another numeric key"));
+}
+
+TEST_CASE("a cross-key bound on a list of numbers is checked for every element", "[experiment][run][options]") {
+  TempDir d;
+  ExperimentSpec spec = toy_spec();
+  spec.options.push_back(int_option("steps", 100, "updates", "updates").at_least(0).at_most(1000));
+  spec.options.push_back(
+      int_list_option("warmups", "0 50", "updates", "warm-ups").at_least(0).at_most(1000).at_most_key("steps"));
+  spec.options.push_back(
+      real_list_option("fractions", "0.5", "1", "fractions").at_least(0).at_most(1000).at_most_key("steps"));
+  const fs::path out = d.path / "res";
+  const auto ini = write_ini(d.path, "c.ini", "n = 1\n").string();
+  g_calls = 0;
+  const auto r = run(spec, {"--config", ini, "--out", out.string(), "--quiet", "--warmups=0 100 250"});
+  CHECK(r.code == 2);
+  CHECK(r.err == "toy: error: warmups: invalid value '0 100 250': '250' is out of range; expected a "
+                 "space-separated list of integers <= steps (100)\n");
+  const auto f = run(spec, {"--config", ini, "--out", out.string(), "--quiet", "--fractions=1 100.5"});
+  CHECK(f.code == 2);
+  CHECK(f.err == "toy: error: fractions: invalid value '1 100.5': '100.5' is out of range; expected a "
+                 "space-separated list of reals <= steps (100)\n");
+  CHECK(g_calls == 0);
+  CHECK_FALSE(fs::exists(out));
+  const auto ok = run(spec, {"--config", ini, "--out", out.string(), "--quiet", "--warmups=0 100",
+                             "--fractions=100", "--list-cells"});
+  CHECK(ok.code == 0);
+
+  ExperimentSpec bad = toy_spec();
+  bad.options.push_back(int_list_option("ws", "1", "1", "w").at_least(0).at_most(9).at_most_key("ws2"));
+  bad.options.push_back(int_list_option("ws2", "1", "1", "w").at_least(0).at_most(9));
+  const auto b = run(bad, {"--config", ini, "--list-cells"});
+  CHECK(b.code == 1);  // bounded by a list: not a numeric key
+  CHECK_THAT(b.err, Catch::Contains("must be another numeric key"));
+}
+
 TEST_CASE("a full run writes every cell then merges in grid order", "[experiment][run]") {
   TempDir d;
   const auto ini = write_ini(d.path, "c.ini", "# toy\nn = 2,1\nx = 1.5\nseeds = 2\n");

@@ -1,11 +1,15 @@
-// softmax, log_softmax and CrossEntropyLoss: finite-difference gradients, PyTorch parity
-// (tests/golden/softmax.json, cross_entropy.json), cases from the field, errors.
+// softmax, log_softmax and CrossEntropyLoss (reduction mean and sum): finite-difference
+// gradients, PyTorch parity (tests/golden/softmax.json, cross_entropy.json,
+// cross_entropy_sum.json), cases from the field, errors.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
+
+#include <xtensor/xview.hpp>
 
 #include "fixtures.hpp"
 #include "gradcheck.hpp"
@@ -150,6 +154,70 @@ TEST_CASE("CrossEntropyLoss matches PyTorch", "[nn][loss][golden]") {
     CHECK(msg.empty());
     CHECK_THAT(xt::sum(ce.row_losses())() / ce.count(), WithinRel(loss, 1e-6f));
   }
+}
+
+TEST_CASE("CrossEntropyLoss with reduction sum and mean matches PyTorch", "[nn][loss][golden]") {
+  const Fixture fx("cross_entropy_sum.json");
+  for (const std::string c : {"default", "ignore0"}) {
+    for (const Reduction red : {Reduction::sum, Reduction::mean}) {
+      const std::string k = c + "." + reduction_name(red);
+      INFO("case " << k);
+      CrossEntropyLoss ce(fx.meta().at(c + ".ignore_index").get<int>(), red);
+      CHECK(ce.reduction() == red);
+      const Tensor2 logits = fx.tensor(c + ".logits");
+      const IndexTensor1 targets = xt::cast<std::int32_t>(fx.tensor_f64(c + ".targets"));
+      const float loss = ce.forward(logits, targets);
+      const double ref = fx.tensor_f64(k + ".loss")(0);
+      CHECK_THAT(loss, WithinAbs(ref, kFwdAtol + kFwdRtol * std::abs(ref)));
+      CHECK_THAT(ce.sum(), WithinAbs(red == Reduction::sum ? ref : ref * ce.count(), 1e-5 * std::abs(ref) + 1e-6));
+      const float dy = fx.tensor(c + ".dy")(0);
+      const std::string msg = compare_close(ce.backward() * dy, fx.tensor_f64(k + ".logits.grad"), kBwdRtol, kBwdAtol);
+      INFO("logits.grad: " << msg);
+      CHECK(msg.empty());
+    }
+  }
+}
+
+TEST_CASE("CrossEntropyLoss sums over parts add up to the whole batch's mean", "[nn][loss][field]") {
+  // Rows 0..1 and 2..5 of one batch with ignored targets: Σ over the parts / Σ of counts is the
+  // mean over the batch (the identity train_loop_accumulate relies on); the mean of the two
+  // parts' means is not.
+  Rng rng(8);
+  Tensor2 logits({6, 3});
+  rng.fill_uniform(logits, -3, 3);
+  const IndexTensor1 targets = {1, -100, 0, 2, -100, -100};
+  CrossEntropyLoss mean;
+  const double whole = mean.forward(logits, targets);
+  const Tensor2 g_whole = mean.backward();
+  CrossEntropyLoss sum(-100, Reduction::sum);
+  const Tensor2 top = xt::view(logits, xt::range(0, 2), xt::all());
+  const Tensor2 bottom = xt::view(logits, xt::range(2, 6), xt::all());
+  const IndexTensor1 t_top = {1, -100}, t_bottom = {0, 2, -100, -100};
+  const double s_top = sum.forward(top, t_top);
+  const std::size_t n_top = sum.count();
+  const Tensor2 g_top = sum.backward();
+  const double s_bottom = sum.forward(bottom, t_bottom);
+  const std::size_t n_bottom = sum.count();
+  const Tensor2 g_bottom = sum.backward();
+  CHECK(n_top == 1);
+  CHECK(n_bottom == 2);
+  CHECK_THAT((s_top + s_bottom) / (n_top + n_bottom), WithinRel(whole, 1e-6));
+  CHECK(std::abs(0.5 * (s_top / n_top + s_bottom / n_bottom) - whole) > 1e-3);
+  for (std::size_t j = 0; j < 3; ++j) {
+    CHECK_THAT(g_top(0, j) / 3.0f, WithinAbs(g_whole(0, j), 1e-7));
+    CHECK_THAT(g_bottom(0, j) / 3.0f, WithinAbs(g_whole(2, j), 1e-7));
+    CHECK(g_bottom(2, j) == 0.0f);
+  }
+  // Everything ignored: the sum is 0 (as PyTorch), the gradient zero.
+  CHECK(sum.forward(top, IndexTensor1{-100, -100}) == 0.0f);
+  for (float v : sum.backward()) CHECK(v == 0.0f);
+}
+
+TEST_CASE("parse_reduction names the value and what is allowed", "[nn][loss][errors]") {
+  CHECK(parse_reduction("mean") == Reduction::mean);
+  CHECK(parse_reduction("sum") == Reduction::sum);
+  CHECK(std::string(reduction_name(Reduction::sum)) == "sum");
+  CHECK_THROWS_WITH(parse_reduction("none"), Contains("reduction = 'none'") && Contains("mean, sum"));
 }
 
 TEST_CASE("CrossEntropyLoss with a negative ignore_index averages over kept rows only", "[nn][loss][field]") {

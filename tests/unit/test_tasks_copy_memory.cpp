@@ -1,11 +1,14 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
 #include "seqlab/core/rng.hpp"
 #include "seqlab/nn/loss.hpp"
 #include "seqlab/tasks/copy_memory.hpp"
+#include "seqlab/tasks/draw_counts.hpp"
 
 using namespace seqlab;
 using Catch::Matchers::WithinAbs;
@@ -119,6 +122,61 @@ TEST_CASE("copy memory baselines match Bai et al. and a memoryless predictor", "
   CrossEntropyLoss ce;
   const double loss = ce.forward(logits, targets);
   CHECK_THAT(loss, WithinRel(task.memoryless_loss(), 1e-5));
+}
+
+TEST_CASE("copy memory most-frequent-symbol baseline matches a Monte-Carlo run of that predictor",
+          "[tasks][copy_memory]") {
+  // The order-blind predictor on the generator's own samples: per row it counts the source
+  // symbols (inputs 0..n_memorize-1) and answers every recall position with a most frequent one
+  // (ties broken uniformly by its own rng); its loss at a recall position is -ln(c_target / n).
+  for (const int n_memorize : {10, 3}) {
+    INFO("n_memorize " << n_memorize);
+    const CopyMemoryTask task(4, n_memorize, 8);
+    CHECK_THAT(task.most_frequent_symbol_accuracy(),
+               WithinRel(expected_max_count(n_memorize, 8) / n_memorize, 1e-15));
+    Rng data(21), ties(22);
+    const std::size_t rows = 40000, n = static_cast<std::size_t>(n_memorize);
+    const TokenBatch b = task.sample(rows, data);
+    const std::size_t rs = static_cast<std::size_t>(task.recall_start());
+    std::vector<double> acc(rows), loss(rows);
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::array<int, 10> count{};
+      for (std::size_t i = 0; i < n; ++i) ++count[static_cast<std::size_t>(b.inputs(r, i))];
+      const int top = *std::max_element(count.begin(), count.end());
+      std::vector<int> modes;
+      for (int v = 1; v <= 8; ++v)
+        if (count[static_cast<std::size_t>(v)] == top) modes.push_back(v);
+      double hit = 0, l = 0;
+      for (std::size_t t = rs; t < rs + n; ++t) {
+        const int y = b.targets(r, t);
+        hit += modes[ties.uniform_int(static_cast<std::uint64_t>(modes.size()))] == y;
+        l += -std::log(count[static_cast<std::size_t>(y)] / static_cast<double>(n));
+      }
+      acc[r] = hit / static_cast<double>(n);
+      loss[r] = l / static_cast<double>(n);
+    }
+    auto mean = [](const std::vector<double>& v) {
+      double s = 0;
+      for (double x : v) s += x;
+      return s / static_cast<double>(v.size());
+    };
+    auto se = [&](const std::vector<double>& v) {
+      const double m = mean(v);
+      double ss = 0;
+      for (double x : v) ss += (x - m) * (x - m);
+      return std::sqrt(ss / static_cast<double>(v.size() - 1) / static_cast<double>(v.size()));
+    };
+    CHECK(std::abs(mean(acc) - task.most_frequent_symbol_accuracy()) < 4 * se(acc));
+    CHECK(std::abs(mean(loss) - task.most_frequent_symbol_loss()) < 4 * se(loss));
+    CHECK(task.most_frequent_symbol_accuracy() > task.chance_recall_accuracy());
+    CHECK(task.most_frequent_symbol_loss() < task.memoryless_recall_loss());
+  }
+  // Bai et al.'s setting (10 symbols over 8): E[max count] = 202656935 / 67108864 (exact
+  // enumeration), so the accuracy is 0.30198, more than twice the memoryless 0.125.
+  CHECK_THAT(CopyMemoryTask(1000).most_frequent_symbol_accuracy(),
+             WithinRel(202656935.0 / 67108864 / 10, 1e-13));
+  CHECK_THAT(CopyMemoryTask(1000).most_frequent_symbol_loss(), WithinRel(1.6600161564138094, 1e-12));
+  CHECK_THAT(CopyMemoryTask(5, 1, 8).most_frequent_symbol_accuracy(), WithinRel(1.0, 1e-15));
 }
 
 TEST_CASE("copy memory rejects bad arguments", "[tasks][copy_memory]") {

@@ -8,6 +8,7 @@
 
 #include "seqlab/core/rng.hpp"
 #include "seqlab/nn/loss.hpp"
+#include "seqlab/tasks/draw_counts.hpp"
 #include "seqlab/tasks/mqar.hpp"
 
 using namespace seqlab;
@@ -163,6 +164,127 @@ TEST_CASE("mqar chance accuracy and loss are those of a pair-blind predictor", "
     CHECK(t.targets(r, 6) != kIgnoreTarget);
     CHECK(t.inputs(r, 4) != t.inputs(r, 6));
   }
+}
+
+namespace {
+
+// E[max count] and E[plug-in entropy] of n uniform draws over k categories, exact: the max as a
+// fraction by enumerating every count vector (the same constants are in
+// tests/plots/test_seqlab_stats.py, so the report's Python and the library agree).
+struct DrawCase {
+  int n, k;
+  double max_count, entropy;
+};
+const DrawCase kDrawCases[] = {
+    {2, 16, 17.0 / 16, 0.6498254817749495},      {4, 16, 1381.0 / 1024, 1.2596590597943813},
+    {10, 8, 202656935.0 / 67108864, 1.6600161564138094}, {6, 4, 1443.0 / 512, 1.0807733884431943},
+    {5, 5, 1429.0 / 625, 1.1187137434327616},   {3, 2, 9.0 / 4, 0.4773856262211096},
+};
+
+TEST_CASE("draw counts: expected maximum and plug-in entropy match exact enumeration", "[tasks][mqar]") {
+  for (const DrawCase& c : kDrawCases) {
+    INFO("n " << c.n << " k " << c.k);
+    CHECK_THAT(expected_max_count(c.n, c.k), WithinRel(c.max_count, 1e-12));
+    CHECK_THAT(expected_plugin_entropy(c.n, c.k), WithinRel(c.entropy, 1e-12));
+  }
+  CHECK(expected_max_count(0, 5) == 0.0);
+  CHECK_THAT(expected_max_count(1, 5), WithinRel(1.0, 1e-15));
+  CHECK_THAT(expected_max_count(7, 1), WithinRel(7.0, 1e-15));  // one category holds every draw
+  CHECK_THAT(expected_plugin_entropy(7, 1), WithinAbs(0.0, 1e-15));
+  CHECK_THAT(expected_plugin_entropy(1, 9), WithinAbs(0.0, 1e-15));
+  CHECK_THROWS_WITH(expected_max_count(-1, 3), Catch::Contains("n") && Catch::Contains("-1"));
+  CHECK_THROWS_WITH(expected_max_count(3, 0), Catch::Contains("k") && Catch::Contains("0"));
+  CHECK_THROWS_WITH(expected_plugin_entropy(0, 3), Catch::Contains("n") && Catch::Contains("0"));
+}
+
+// The key-agnostic predictor run on the generator's own samples: per row it counts the values of
+// the context and answers every query with a most frequent one (ties broken uniformly by its own
+// rng), scoring -ln(c_target / P) as its loss. Returns the per-row means (accuracy, loss).
+struct RowScores {
+  std::vector<double> acc, loss, acc_uniform;
+};
+RowScores simulate_key_agnostic(const MultiQueryAssociativeRecall& task, std::size_t rows, Rng& data,
+                                Rng& ties) {
+  RowScores out;
+  const TokenBatch b = task.sample(rows, data);
+  const std::size_t P = static_cast<std::size_t>(task.n_pairs());
+  for (std::size_t r = 0; r < rows; ++r) {
+    std::map<std::int32_t, int> count;
+    for (std::size_t i = 0; i < P; ++i) ++count[b.inputs(r, 2 * i + 1)];
+    int top = 0;
+    for (const auto& kv : count) top = std::max(top, kv.second);
+    std::vector<std::int32_t> modes, present;
+    for (const auto& kv : count) {
+      present.push_back(kv.first);
+      if (kv.second == top) modes.push_back(kv.first);
+    }
+    double hit = 0, hit_uniform = 0, loss = 0;
+    int scored = 0;
+    for (std::size_t t = 0; t < b.targets.shape()[1]; ++t) {
+      const std::int32_t y = b.targets(r, t);
+      if (y == kIgnoreTarget) continue;
+      ++scored;
+      const std::int32_t guess = modes[ties.uniform_int(static_cast<std::uint64_t>(modes.size()))];
+      const std::int32_t other = present[ties.uniform_int(static_cast<std::uint64_t>(present.size()))];
+      hit += guess == y;
+      hit_uniform += other == y;
+      loss += -std::log(static_cast<double>(count.at(y)) / static_cast<double>(P));
+    }
+    out.acc.push_back(hit / scored);
+    out.acc_uniform.push_back(hit_uniform / scored);
+    out.loss.push_back(loss / scored);
+  }
+  return out;
+}
+
+double mean_of(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+// Standard error of the mean of the per-row values (rows are independent).
+double se_of(const std::vector<double>& v) {
+  const double m = mean_of(v);
+  double ss = 0;
+  for (double x : v) ss += (x - m) * (x - m);
+  return std::sqrt(ss / static_cast<double>(v.size() - 1) / static_cast<double>(v.size()));
+}
+
+}  // namespace
+
+TEST_CASE("mqar key-agnostic baseline matches a Monte-Carlo run of the most-frequent-value predictor",
+          "[tasks][mqar]") {
+  // The committed long_range_recall quick settings (P = 2 and 4 at length 16..64, 16 values), the
+  // position_extrapolation one (P = 4, Q = 2), and one with few values (frequent ties).
+  struct Setting {
+    int T, P, Q, K, V;
+  };
+  for (const Setting s : {Setting{16, 2, 2, 16, 16}, Setting{64, 4, 4, 16, 16}, Setting{16, 4, 2, 16, 16},
+                          Setting{40, 8, 3, 12, 5}}) {
+    INFO("T " << s.T << " P " << s.P << " Q " << s.Q << " keys " << s.K << " values " << s.V);
+    const MultiQueryAssociativeRecall task(s.T, s.P, s.Q, s.K, s.V);
+    CHECK_THAT(task.key_agnostic_accuracy(),
+               WithinRel(expected_max_count(s.P, s.V) / s.P, 1e-15));
+    Rng data(static_cast<std::uint64_t>(100 + s.P)), ties(7);
+    const RowScores sc = simulate_key_agnostic(task, 40000, data, ties);
+    // Within 4 standard errors of the Monte-Carlo mean (rows independent).
+    CHECK(std::abs(mean_of(sc.acc) - task.key_agnostic_accuracy()) < 4 * se_of(sc.acc));
+    CHECK(std::abs(mean_of(sc.loss) - task.key_agnostic_loss()) < 4 * se_of(sc.loss));
+    // Far above the context-blind chance level, and (from P = 3 on; at P = 2 the two coincide)
+    // above guessing uniformly among the values present, which scores E[1 / distinct values]:
+    // the most frequent value is the better guess.
+    CHECK(task.key_agnostic_accuracy() > task.chance_accuracy() + 0.1);
+    CHECK(task.key_agnostic_loss() < task.chance_loss());
+    if (s.P > 2) CHECK(mean_of(sc.acc) - mean_of(sc.acc_uniform) > 4 * se_of(sc.acc));
+  }
+  // The committed values: P = 2: (1 + 1/16) / 2; P = 4: 1381/4096; the loss at P = 2: (15/16) ln 2.
+  CHECK_THAT(MultiQueryAssociativeRecall(16, 2, 2, 16, 16).key_agnostic_accuracy(), WithinRel(0.53125, 1e-14));
+  CHECK_THAT(MultiQueryAssociativeRecall(16, 4, 4, 16, 16).key_agnostic_accuracy(),
+             WithinRel(1381.0 / 4096, 1e-14));
+  CHECK_THAT(MultiQueryAssociativeRecall(16, 2, 2, 16, 16).key_agnostic_loss(),
+             WithinRel(15.0 / 16 * std::log(2.0), 1e-14));
+  CHECK_THAT(MultiQueryAssociativeRecall(8, 1, 1, 4, 9).key_agnostic_accuracy(), WithinRel(1.0, 1e-15));
 }
 
 TEST_CASE("mqar rejects bad arguments naming them", "[tasks][mqar]") {

@@ -1,4 +1,5 @@
-// Training loop (train_loop) and its progress line (Progress).
+// Training loop (train_loop), its gradient accumulation over micro-batches (train_loop_accumulate)
+// and its progress line (Progress).
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -12,11 +13,16 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "seqlab/core/rng.hpp"
+#include "seqlab/models/factory.hpp"
+#include "seqlab/nn/loss.hpp"
 #include "seqlab/train/clip.hpp"
 #include "seqlab/train/loop.hpp"
 #include "seqlab/train/progress.hpp"
@@ -441,4 +447,227 @@ TEST_CASE("Progress formats durations and lines", "[train][progress]") {
   CHECK(Progress::format_duration(INFINITY) == "--");
   CHECK(Progress::format_line("lstm", 10, 100, 0.5, 30.0) == "lstm: step 10/100  loss 0.5  30.0 steps/s  ETA 3s");
   CHECK(Progress::format_line("", 3, 0, 1.23456, 0.0) == "step 3  loss 1.235  -- steps/s");
+}
+
+namespace {
+
+// Per-position losses l_i = c_i · w of micro-batch m (coefficients c), summed: the sum reduction.
+// Its gradient Σ c_i is added into w.grad as a backward does.
+LossSum linear_sum(Parameter& w, const std::vector<float>& c) {
+  LossSum out;
+  for (float ci : c) {
+    out.sum += static_cast<double>(ci) * w.value(0);
+    w.grad(0) += ci;
+  }
+  out.count = c.size();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("micro-batches with losses [1] and [2 2 2] train as one batch with mean 1.75",
+          "[train][loop][accumulate]") {
+  const std::vector<std::vector<float>> micro = {{1.0f}, {2.0f, 2.0f, 2.0f}};
+  TrainOptions opt;
+  opt.steps = 1;
+  opt.quiet = true;
+  opt.micro_batches = 2;
+  const LrSchedule lr1{"constant", 1.0f};
+
+  Parameter w("w", {1});
+  w.value(0) = 1.0f;
+  SGD sgd({&w}, 1.0f);
+  std::vector<StepRecord> records;
+  std::vector<int> calls;
+  const TrainResult r = train_loop_accumulate(
+      opt, {&w}, sgd, lr1,
+      [&](int step, int m) {
+        REQUIRE(step == 0);
+        calls.push_back(m);
+        return linear_sum(w, micro[static_cast<std::size_t>(m)]);
+      },
+      [&](const StepRecord& rec) { records.push_back(rec); });
+  CHECK(calls == std::vector<int>{0, 1});
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].loss == 1.75);  // (1 + 2 + 2 + 2) / 4, not (1 + 2) / 2 = 1.5
+  CHECK(r.last_loss == 1.75);
+  CHECK(w.grad(0) == 1.75f);       // the gradient of the mean over the 4 positions
+  CHECK(w.value(0) == -0.75f);     // 1 − lr · 1.75
+
+  // The same batch in one piece, through the plain loop with the mean as its loss.
+  Parameter v("w", {1});
+  v.value(0) = 1.0f;
+  SGD sgd2({&v}, 1.0f);
+  TrainOptions one = opt;
+  one.micro_batches = 1;
+  const TrainResult whole = train_loop(one, {&v}, sgd2, lr1, [&](int) {
+    const LossSum s = linear_sum(v, {1.0f, 2.0f, 2.0f, 2.0f});
+    for (float& g : v.grad) g /= static_cast<float>(s.count);
+    return s.sum / static_cast<double>(s.count);
+  });
+  CHECK(whole.last_loss == r.last_loss);
+  CHECK(v.value(0) == w.value(0));
+}
+
+TEST_CASE("train_loop_accumulate with one micro-batch is train_loop", "[train][loop][accumulate]") {
+  TrainOptions opt;
+  opt.steps = 20;
+  opt.quiet = true;
+  opt.clip_norm = 0.5;
+  const LrSchedule sched{"cosine", 0.3f, 3, 20, 0.0f};
+  Quadratic a, b;
+  Adam adam_a({&a.w}, 0.1f), adam_b({&b.w}, 0.1f);
+  std::vector<double> la, lb;
+  train_loop(opt, {&a.w}, adam_a, sched, std::ref(a), [&](const StepRecord& r) { la.push_back(r.loss); });
+  train_loop_accumulate(
+      opt, {&b.w}, adam_b, sched, [&](int step, int) { return LossSum{b(step), 1}; },
+      [&](const StepRecord& r) { lb.push_back(r.loss); });
+  CHECK(la == lb);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(a.w.value(i) == b.w.value(i));
+}
+
+TEST_CASE("train_loop_accumulate: nothing scored, divergence in a micro-batch, bad options",
+          "[train][loop][accumulate][errors]") {
+  Parameter w("w", {1});
+  SGD sgd({&w}, 0.1f);
+  TrainOptions opt;
+  opt.steps = 2;
+  opt.quiet = true;
+  opt.micro_batches = 3;
+  // Nothing scored: loss 0, grads untouched (zero), the update is a no-op.
+  w.value(0) = 2.0f;
+  TrainResult r = train_loop_accumulate(opt, {&w}, sgd, LrSchedule{"constant", 0.1f},
+                                        [&](int, int) { return LossSum{0.0, 0}; });
+  CHECK_FALSE(r.diverged);
+  CHECK(r.last_loss == 0.0);
+  CHECK(w.value(0) == 2.0f);
+  // A NaN in micro-batch 1 of step 1: the update diverges there and micro-batch 2 is not run.
+  std::vector<std::pair<int, int>> calls;
+  r = train_loop_accumulate(opt, {&w}, sgd, LrSchedule{"constant", 0.1f}, [&](int step, int m) {
+    calls.emplace_back(step, m);
+    if (step == 1 && m == 1) return LossSum{std::nan(""), 1};
+    return linear_sum(w, {1.0f});
+  });
+  CHECK(r.diverged);
+  CHECK(r.diverged_step == 1);
+  CHECK(r.diverged_what == "loss = nan");
+  CHECK(r.steps_done == 1);
+  CHECK(calls == std::vector<std::pair<int, int>>{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}});
+  // Options.
+  opt.micro_batches = 0;
+  auto f = [&](int, int) { return LossSum{0.0, 0}; };
+  CHECK_THROWS_WITH(train_loop_accumulate(opt, {&w}, sgd, LrSchedule{}, f),
+                    Catch::Contains("micro_batches = 0") && Catch::Contains(">= 1"));
+  opt.micro_batches = 2;
+  CHECK_THROWS_WITH(train_loop(opt, {&w}, sgd, LrSchedule{}, [](int) { return 0.0; }),
+                    Catch::Contains("micro_batches = 2") && Catch::Contains("train_loop_accumulate"));
+  CHECK_THROWS_WITH(train_loop_accumulate(opt, {&w}, sgd, LrSchedule{}, {}),
+                    Catch::Contains("loss_and_grad"));
+}
+
+namespace {
+
+// An LSTM language model on a batch whose sequences score different numbers of positions
+// (targets -100 are ignored): the case where a mean of micro-batch means is wrong.
+struct LmBatch {
+  static constexpr std::size_t B = 4, T = 6, V = 7;
+  IndexTensor2 ids = IndexTensor2::from_shape({B, T});
+  IndexTensor2 targets = IndexTensor2::from_shape({B, T});
+  LmBatch() {
+    Rng rng(5);
+    for (auto& v : ids) v = static_cast<std::int32_t>(rng.uniform_int(V));
+    for (auto& v : targets) v = static_cast<std::int32_t>(rng.uniform_int(V));
+    const std::size_t scored[B] = {1, 6, 3, 2};  // positions scored per sequence
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t t = scored[b]; t < T; ++t) targets(b, t) = -100;
+  }
+};
+
+std::unique_ptr<SequenceModel> lm_model() {
+  ModelConfig c;
+  c.model = "lstm";
+  c.vocab_size = LmBatch::V;
+  c.embedding_dim = 5;
+  c.hidden_size = 6;
+  c.num_layers = 2;
+  c.output_size = LmBatch::V;
+  Rng init(3);
+  return make_model(c, init);
+}
+
+// Forward and backward of sequences [b0, b1) of the batch with `ce`; returns {loss, count}.
+LossSum lm_forward_backward(SequenceModel& model, const LmBatch& batch, std::size_t b0,
+                            std::size_t b1, CrossEntropyLoss& ce) {
+  const std::size_t n = b1 - b0, T = LmBatch::T, V = LmBatch::V;
+  IndexTensor2 ids = IndexTensor2::from_shape({n, T});
+  IndexTensor1 y = IndexTensor1::from_shape({n * T});
+  for (std::size_t i = 0; i < n * T; ++i) {
+    ids.data()[i] = batch.ids.data()[b0 * T + i];
+    y(i) = batch.targets.data()[b0 * T + i];
+  }
+  const Tensor3 logits = model.forward(ids);
+  Tensor2 rows = Tensor2::from_shape({n * T, V});
+  std::copy(logits.begin(), logits.end(), rows.begin());
+  const double loss = ce.forward(rows, y);
+  const Tensor2 d = ce.backward();
+  Tensor3 dl = Tensor3::from_shape({n, T, V});
+  std::copy(d.begin(), d.end(), dl.begin());
+  model.backward(dl);
+  return LossSum{loss, ce.count()};
+}
+
+}  // namespace
+
+TEST_CASE("accumulated micro-batches give the whole batch's gradients and update", "[train][loop][accumulate]") {
+  const LmBatch batch;
+  TrainOptions opt;
+  opt.steps = 1;
+  opt.quiet = true;
+  const LrSchedule sched{"constant", 0.5f};
+
+  // The whole batch at once, mean over its 12 scored positions.
+  auto whole = lm_model();
+  SGD sgd_whole(whole->parameters(), 0.5f);
+  CrossEntropyLoss mean_ce;  // reduction mean
+  const TrainResult rw = train_loop(opt, whole->parameters(), sgd_whole, sched, [&](int) {
+    return lm_forward_backward(*whole, batch, 0, LmBatch::B, mean_ce).sum;
+  });
+
+  // Micro-batches of 1 and 3 sequences (1 and 11 scored positions), then of 2, 1 and 1 (7, 3, 2),
+  // each summed.
+  for (const std::vector<std::size_t>& cuts :
+       {std::vector<std::size_t>{0, 1, 4}, std::vector<std::size_t>{0, 2, 3, 4}}) {
+    INFO(cuts.size() - 1 << " micro-batches");
+    auto acc = lm_model();
+    SGD sgd_acc(acc->parameters(), 0.5f);
+    CrossEntropyLoss sum_ce(-100, Reduction::sum);
+    TrainOptions mopt = opt;
+    mopt.micro_batches = static_cast<int>(cuts.size() - 1);
+    const TrainResult ra = train_loop_accumulate(
+        mopt, acc->parameters(), sgd_acc, sched, [&](int, int m) {
+          const auto k = static_cast<std::size_t>(m);
+          return lm_forward_backward(*acc, batch, cuts[k], cuts[k + 1], sum_ce);
+        });
+    CHECK_THAT(ra.last_loss, WithinRel(rw.last_loss, 1e-6));
+    const auto pw = whole->named_parameters(), pa = acc->named_parameters();
+    REQUIRE(pw.size() == pa.size());
+    for (std::size_t i = 0; i < pw.size(); ++i) {
+      INFO(pw[i].key);
+      double scale = 0;
+      for (float g : pw[i].param->grad) scale = std::max(scale, static_cast<double>(std::abs(g)));
+      REQUIRE(scale > 0);  // every parameter gets a gradient: the comparison is not vacuous
+      for (std::size_t j = 0; j < pw[i].param->size(); ++j) {
+        REQUIRE_THAT(pa[i].param->grad.data()[j], WithinAbs(pw[i].param->grad.data()[j], 1e-6 * scale + 1e-9));
+        REQUIRE_THAT(pa[i].param->value.data()[j], WithinAbs(pw[i].param->value.data()[j], 1e-6));
+      }
+    }
+  }
+
+  // The mean of micro-batch means (what a loop without the counts would do) differs: the test
+  // above can tell the two apart.
+  auto naive = lm_model();
+  CrossEntropyLoss ce;
+  const double m0 = lm_forward_backward(*naive, batch, 0, 1, ce).sum;
+  const double m1 = lm_forward_backward(*naive, batch, 1, 4, ce).sum;
+  CHECK(std::abs(0.5 * (m0 + m1) - rw.last_loss) > 1e-3);
 }

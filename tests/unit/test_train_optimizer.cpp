@@ -115,6 +115,45 @@ TEST_CASE("AdamW decays the weight without a gradient", "[train][optimizer][fiel
   CHECK_THAT(q.value(0), WithinAbs(0.999, 1e-6));
 }
 
+TEST_CASE("make_optimizer decays matrices only unless decay_all", "[train][optimizer][decay]") {
+  // nanoGPT's configure_optimizers groups: a weight [2, 2] (rank 2) and a conv kernel [1, 1, 2]
+  // (rank 3) decay; a bias [2] and a norm gain [2] (rank 1) do not. Zero gradients isolate the
+  // decay: AdamW θ ← θ(1 − lr·wd) = 0.99 for the decayed, unchanged for the others.
+  Parameter weight("weight", {2, 2}), kernel("weight", {1, 1, 2}), bias("bias", {2}), gain("weight", {2});
+  const std::vector<Parameter*> params = {&weight, &kernel, &bias, &gain};
+  CHECK(weight_decay_mask(params) == std::vector<bool>{true, true, false, false});
+  CHECK(weight_decay_mask(params, true) == std::vector<bool>{true, true, true, true});
+  for (const bool decay_all : {false, true}) {
+    for (const std::string kind : {"adamw", "adam", "sgd"}) {
+      INFO(kind << (decay_all ? ", decay_all" : ""));
+      for (Parameter* p : params) {
+        p->value = xt::ones<float>(p->value.shape());
+        p->zero_grad();
+      }
+      OptimizerConfig cfg;
+      cfg.lr = 0.1f;
+      cfg.weight_decay = 0.1f;
+      cfg.decay_all = decay_all;
+      auto opt = make_optimizer(kind, params, cfg);
+      CHECK(opt->decays(0));
+      CHECK(opt->decays(2) == decay_all);
+      opt->step();
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        const bool decayed = i < 2 || decay_all;
+        // adamw: 1 − 0.1·0.1; adam (L2 into the normalised update): 1 − lr = 0.9;
+        // sgd (L2 into the gradient): 1 − lr·wd = 0.99.
+        const double expect = !decayed ? 1.0 : kind == "adam" ? 0.9 : 0.99;
+        for (float v : params[i]->value) CHECK_THAT(v, WithinAbs(expect, 1e-6));
+      }
+    }
+  }
+  // The classes alone keep torch.optim's one group (every parameter decays); the mask is checked.
+  AdamW adamw(params, 0.1f, 0.9f, 0.999f, 1e-8f, 0.1f);
+  for (std::size_t i = 0; i < params.size(); ++i) CHECK(adamw.decays(i));
+  CHECK_THROWS_WITH(adamw.set_weight_decay_mask({true}),
+                    Catch::Contains("mask has 1 entries") && Catch::Contains("one per parameter (4)"));
+}
+
 TEST_CASE("SGD momentum buffer starts at the first gradient", "[train][optimizer][field]") {
   // torch: buf = g at step 1 (no dampening), then buf = m·buf + (1 − d)·g.
   Parameter p("w", {1});

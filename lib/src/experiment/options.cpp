@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 
 namespace seqlab::experiment {
 
@@ -130,6 +131,36 @@ OptionSpec OptionSpec::one_of(std::vector<std::string> allowed) const {
   return o;
 }
 
+OptionSpec OptionSpec::empty_as(std::string word) const {
+  OptionSpec o = *this;
+  o.empty_word = std::move(word);
+  for (auto& d : o.defaults) {  // stored as parse() stores it: the empty text
+    if (const auto* t = std::get_if<std::string>(&d); t && trim(*t) == o.empty_word) d = std::string();
+  }
+  return o;
+}
+
+OptionSpec OptionSpec::at_most_key(std::string other) const {
+  OptionSpec o = *this;
+  o.max_key = std::move(other);
+  return o;
+}
+
+std::vector<std::string> OptionSpec::list_items(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  const std::string ws = " \t\r\n";
+  while (true) {
+    const auto b = text.find_first_not_of(ws, i);
+    if (b == std::string::npos) break;
+    const auto e = text.find_first_of(ws, b);
+    out.push_back(text.substr(b, e == std::string::npos ? std::string::npos : e - b));
+    if (e == std::string::npos) break;
+    i = e;
+  }
+  return out;
+}
+
 std::int64_t OptionSpec::int_lower() const {
   if (!min) return kInt64Min;
   if (!min_exclusive) return clamp_ceil(*min);
@@ -140,6 +171,19 @@ std::int64_t OptionSpec::int_lower() const {
 std::int64_t OptionSpec::int_upper() const { return max ? clamp_floor(*max) : kInt64Max; }
 
 std::string OptionSpec::allowed() const {
+  if (list_of) {
+    // The elements' own description, as for a sweep ("a comma-separated list of integers in
+    // [1, 9]"), reworded for a space-separated list of distinct elements.
+    OptionSpec elem = *this;
+    elem.list_of.reset();
+    elem.type = *list_of;
+    elem.sweep = true;
+    std::string a = elem.allowed();
+    const std::string comma = "a comma-separated list of ";
+    if (a.rfind(comma, 0) == 0) a = a.substr(comma.size());
+    return "a space-separated list of distinct " + a +
+           (empty_word.empty() ? std::string() : ", or '" + empty_word + "' for none");
+  }
   std::string noun;
   if (type == ValueType::String) {
     if (!choices.empty()) {
@@ -174,6 +218,8 @@ std::string OptionSpec::allowed() const {
 }
 
 std::string OptionSpec::default_text() const {
+  if (list_of && !empty_word.empty() && defaults.size() == 1 && format_value(defaults[0]).empty())
+    return empty_word;
   std::string out;
   for (std::size_t i = 0; i < defaults.size(); ++i) out += (i ? "," : "") + format_value(defaults[i]);
   return out;
@@ -184,6 +230,47 @@ void OptionSpec::check(const Value& v, const std::string& text, const std::strin
     throw ConfigError(key + ": invalid value '" + text + "' (from " + source + "): " + why +
                       "expected " + allowed());
   };
+  if (list_of) {
+    const auto* s = std::get_if<std::string>(&v);
+    if (s == nullptr) fail("");
+    if (!empty_word.empty() && (s->empty() || trim(*s) == empty_word)) return;
+    const std::vector<std::string> items = list_items(*s);
+    if (items.empty()) fail("empty list; ");
+    std::vector<std::string> seen;
+    for (const auto& item : items) {
+      Value e;
+      if (*list_of == ValueType::Int) {
+        bool out_of_range = false;
+        const auto i = parse_int(item, &out_of_range);
+        if (!i) fail("'" + item + (out_of_range ? "' is out of range; " : "' is not an integer; "));
+        e = *i;
+      } else if (*list_of == ValueType::Real) {
+        const auto d = parse_real(item);
+        if (!d) fail("'" + item + "' is not a finite real number; ");
+        e = *d;
+      } else {
+        e = item;
+      }
+      OptionSpec elem = *this;
+      elem.list_of.reset();
+      elem.type = *list_of;
+      elem.sweep = true;
+      try {
+        elem.check(e, text, source);
+      } catch (const ConfigError&) {
+        // The element's reason, with the list's wording of what is allowed.
+        if (*list_of == ValueType::Real) {
+          const std::string fp = float_problem(std::get<double>(e));
+          if (!fp.empty()) fail("'" + item + "' is " + fp + "; ");
+        }
+        fail("'" + item + (*list_of == ValueType::String ? "' is not allowed; " : "' is out of range; "));
+      }
+      const std::string canon = format_value(e);
+      if (std::find(seen.begin(), seen.end(), canon) != seen.end()) fail("'" + item + "' is repeated; ");
+      seen.push_back(canon);
+    }
+    return;
+  }
   if (type == ValueType::String) {
     const auto& s = std::get<std::string>(v);
     if (s.empty()) fail("");
@@ -214,6 +301,11 @@ std::vector<Value> OptionSpec::parse(const std::string& raw, const std::string& 
     throw ConfigError(key + ": invalid value '" + text + "' (from " + source + "): " + why +
                       "expected " + allowed());
   };
+  if (list_of) {
+    check(Value(text), text, source);
+    // The empty-list word is stored as the empty text (what get_*_list read as no elements).
+    return {Value(!empty_word.empty() && text == empty_word ? std::string() : text)};
+  }
   std::vector<std::string> parts;
   if (sweep) {
     parts = split_commas(text);
@@ -297,6 +389,29 @@ OptionSpec string_sweep(std::string key, std::vector<std::string> defs, std::str
   return make(std::move(key), ValueType::String, true, std::move(v), "", std::move(help));
 }
 
+OptionSpec int_list_option(std::string key, std::string def, std::string unit, std::string help) {
+  OptionSpec o = make(std::move(key), ValueType::String, false, {Value(std::move(def))},
+                      std::move(unit), std::move(help));
+  o.list_of = ValueType::Int;
+  return o;
+}
+
+OptionSpec real_list_option(std::string key, std::string def, std::string unit, std::string help) {
+  OptionSpec o = make(std::move(key), ValueType::String, false, {Value(std::move(def))},
+                      std::move(unit), std::move(help));
+  o.list_of = ValueType::Real;
+  return o;
+}
+
+OptionSpec choice_list_option(std::string key, std::string def, std::vector<std::string> choices,
+                              std::string help) {
+  OptionSpec o = make(std::move(key), ValueType::String, false, {Value(std::move(def))}, "",
+                      std::move(help));
+  o.list_of = ValueType::String;
+  o.choices = std::move(choices);
+  return o;
+}
+
 void Params::set(const std::string& key, Value v) {
   for (auto& e : entries_) {
     if (e.first == key) {
@@ -336,6 +451,31 @@ const std::string& Params::get_string(const std::string& key) const {
   const auto& v = get(key);
   if (const auto* s = std::get_if<std::string>(&v)) return *s;
   throw std::logic_error("Params: key '" + key + "' is not a string");
+}
+
+std::vector<std::string> Params::get_string_list(const std::string& key) const {
+  return OptionSpec::list_items(get_string(key));
+}
+
+std::vector<std::int64_t> Params::get_int_list(const std::string& key) const {
+  std::vector<std::int64_t> out;
+  for (const auto& item : get_string_list(key)) {
+    bool out_of_range = false;
+    const auto i = parse_int(item, &out_of_range);
+    if (!i) throw std::logic_error("Params: key '" + key + "' is not a list of integers");
+    out.push_back(*i);
+  }
+  return out;
+}
+
+std::vector<double> Params::get_real_list(const std::string& key) const {
+  std::vector<double> out;
+  for (const auto& item : get_string_list(key)) {
+    const auto d = parse_real(item);
+    if (!d) throw std::logic_error("Params: key '" + key + "' is not a list of reals");
+    out.push_back(*d);
+  }
+  return out;
 }
 
 float Params::get_float(const std::string& key) const {

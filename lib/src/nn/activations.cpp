@@ -8,7 +8,7 @@ namespace seqlab {
 namespace {
 
 template <std::size_t N>
-void check_same(const char* what, const xt::xtensor<float, N>& a, const xt::xtensor<float, N>& dy) {
+void check_same(const char* what, const TensorN<N>& a, const TensorN<N>& dy) {
   if (a.shape() != dy.shape())
     throw ShapeError(std::string(what) + ": dy has shape " + shape_string(dy.shape()) +
                      ", expected the forward tensor's shape " + shape_string(a.shape()));
@@ -16,8 +16,8 @@ void check_same(const char* what, const xt::xtensor<float, N>& a, const xt::xten
 
 // y_i = f(x_i)
 template <std::size_t N, class F>
-xt::xtensor<float, N> map1(const xt::xtensor<float, N>& x, F f) {
-  xt::xtensor<float, N> y(x.shape());
+TensorN<N> map1(const TensorN<N>& x, F f) {
+  TensorN<N> y(x.shape());
   const float* px = x.data();
   float* py = y.data();
   for (std::size_t i = 0, n = x.size(); i < n; ++i) py[i] = f(px[i]);
@@ -26,10 +26,9 @@ xt::xtensor<float, N> map1(const xt::xtensor<float, N>& x, F f) {
 
 // dx_i = f(a_i, dy_i)
 template <std::size_t N, class F>
-xt::xtensor<float, N> map2(const char* what, const xt::xtensor<float, N>& a,
-                           const xt::xtensor<float, N>& dy, F f) {
+TensorN<N> map2(const char* what, const TensorN<N>& a, const TensorN<N>& dy, F f) {
   check_same(what, a, dy);
-  xt::xtensor<float, N> dx(a.shape());
+  TensorN<N> dx(a.shape());
   const float* pa = a.data();
   const float* pd = dy.data();
   float* out = dx.data();
@@ -40,36 +39,36 @@ xt::xtensor<float, N> map2(const char* what, const xt::xtensor<float, N>& a,
 }  // namespace
 
 template <std::size_t N>
-xt::xtensor<float, N> relu(const xt::xtensor<float, N>& x) {
+TensorN<N> relu(const TensorN<N>& x) {
   return map1(x, [](float v) { return detail::relu1(v); });
 }
 template <std::size_t N>
-xt::xtensor<float, N> relu_backward(const xt::xtensor<float, N>& x, const xt::xtensor<float, N>& dy) {
+TensorN<N> relu_backward(const TensorN<N>& x, const TensorN<N>& dy) {
   return map2("relu_backward", x, dy, [](float v, float d) { return detail::relu_grad1(v, d); });
 }
 
 template <std::size_t N>
-xt::xtensor<float, N> gelu(const xt::xtensor<float, N>& x) {
+TensorN<N> gelu(const TensorN<N>& x) {
   // x Φ(x), Φ(x) = ½ erfc(-x/√2)
   return map1(x, [](float v) { return detail::gelu1(v); });
 }
 template <std::size_t N>
-xt::xtensor<float, N> gelu_backward(const xt::xtensor<float, N>& x, const xt::xtensor<float, N>& dy) {
+TensorN<N> gelu_backward(const TensorN<N>& x, const TensorN<N>& dy) {
   // d/dx x Φ(x) = Φ(x) + x φ(x)
   return map2("gelu_backward", x, dy, [](float v, float d) { return detail::gelu_grad1(v, d); });
 }
 
 template <std::size_t N>
-xt::xtensor<float, N> tanh_(const xt::xtensor<float, N>& x) {
+TensorN<N> tanh_(const TensorN<N>& x) {
   return map1(x, [](float v) { return std::tanh(v); });
 }
 template <std::size_t N>
-xt::xtensor<float, N> tanh_backward(const xt::xtensor<float, N>& y, const xt::xtensor<float, N>& dy) {
+TensorN<N> tanh_backward(const TensorN<N>& y, const TensorN<N>& dy) {
   return map2("tanh_backward", y, dy, [](float v, float d) { return d * (1.0f - v * v); });
 }
 
 template <std::size_t N>
-xt::xtensor<float, N> sigmoid(const xt::xtensor<float, N>& x) {
+TensorN<N> sigmoid(const TensorN<N>& x) {
   return map1(x, [](float v) {
     if (v >= 0.0f) return 1.0f / (1.0f + std::exp(-v));
     const float e = std::exp(v);
@@ -77,24 +76,19 @@ xt::xtensor<float, N> sigmoid(const xt::xtensor<float, N>& x) {
   });
 }
 template <std::size_t N>
-xt::xtensor<float, N> sigmoid_backward(const xt::xtensor<float, N>& y,
-                                       const xt::xtensor<float, N>& dy) {
+TensorN<N> sigmoid_backward(const TensorN<N>& y, const TensorN<N>& dy) {
   return map2("sigmoid_backward", y, dy, [](float v, float d) { return d * v * (1.0f - v); });
 }
 
-#define SEQLAB_INSTANTIATE_ACTIVATIONS(N)                                                     \
-  template xt::xtensor<float, N> relu<N>(const xt::xtensor<float, N>&);                       \
-  template xt::xtensor<float, N> relu_backward<N>(const xt::xtensor<float, N>&,               \
-                                                  const xt::xtensor<float, N>&);              \
-  template xt::xtensor<float, N> gelu<N>(const xt::xtensor<float, N>&);                       \
-  template xt::xtensor<float, N> gelu_backward<N>(const xt::xtensor<float, N>&,               \
-                                                  const xt::xtensor<float, N>&);              \
-  template xt::xtensor<float, N> tanh_<N>(const xt::xtensor<float, N>&);                      \
-  template xt::xtensor<float, N> tanh_backward<N>(const xt::xtensor<float, N>&,               \
-                                                  const xt::xtensor<float, N>&);              \
-  template xt::xtensor<float, N> sigmoid<N>(const xt::xtensor<float, N>&);                    \
-  template xt::xtensor<float, N> sigmoid_backward<N>(const xt::xtensor<float, N>&,            \
-                                                     const xt::xtensor<float, N>&);
+#define SEQLAB_INSTANTIATE_ACTIVATIONS(N)                                        \
+  template TensorN<N> relu<N>(const TensorN<N>&);                                \
+  template TensorN<N> relu_backward<N>(const TensorN<N>&, const TensorN<N>&);    \
+  template TensorN<N> gelu<N>(const TensorN<N>&);                                \
+  template TensorN<N> gelu_backward<N>(const TensorN<N>&, const TensorN<N>&);    \
+  template TensorN<N> tanh_<N>(const TensorN<N>&);                               \
+  template TensorN<N> tanh_backward<N>(const TensorN<N>&, const TensorN<N>&);    \
+  template TensorN<N> sigmoid<N>(const TensorN<N>&);                             \
+  template TensorN<N> sigmoid_backward<N>(const TensorN<N>&, const TensorN<N>&);
 SEQLAB_INSTANTIATE_ACTIVATIONS(1)
 SEQLAB_INSTANTIATE_ACTIVATIONS(2)
 SEQLAB_INSTANTIATE_ACTIVATIONS(3)

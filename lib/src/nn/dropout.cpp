@@ -49,9 +49,9 @@ void Dropout::apply_mask(const float* in, std::size_t n, float* out) const {
 }
 
 template <std::size_t N>
-xt::xtensor<float, N> Dropout::forward(const xt::xtensor<float, N>& x) {
+TensorN<N> Dropout::forward(const TensorN<N>& x) {
   const std::vector<std::size_t> shape(x.shape().begin(), x.shape().end());
-  xt::xtensor<float, N> y(x.shape());
+  TensorN<N> y(x.shape());
   if (prepare_forward(shape, x.size())) {
     detail::copy_floats(x.data(), x.size(), y.data());
   } else {
@@ -61,20 +61,20 @@ xt::xtensor<float, N> Dropout::forward(const xt::xtensor<float, N>& x) {
 }
 
 template <std::size_t N>
-xt::xtensor<float, N> Dropout::forward(xt::xtensor<float, N>&& x) {
+TensorN<N> Dropout::forward(TensorN<N>&& x) {
   const std::vector<std::size_t> shape(x.shape().begin(), x.shape().end());
   if (!prepare_forward(shape, x.size())) apply_mask(x.data(), x.size(), x.data());  // y = x ⊙ m
   return std::move(x);
 }
 
 template <std::size_t N>
-xt::xtensor<float, N> Dropout::backward(const xt::xtensor<float, N>& dy) const {
+TensorN<N> Dropout::backward(const TensorN<N>& dy) const {
   if (!has_forward_) throw std::logic_error("Dropout.backward: called before forward");
   const std::vector<std::size_t> shape(dy.shape().begin(), dy.shape().end());
   if (shape != shape_)
     throw ShapeError("Dropout.backward: dy has shape " + shape_string(shape) +
                      ", expected the last forward's shape " + shape_string(shape_));
-  xt::xtensor<float, N> dx(dy.shape());
+  TensorN<N> dx(dy.shape());
   if (identity_) {
     detail::copy_floats(dy.data(), dy.size(), dx.data());
     return dx;
@@ -89,10 +89,10 @@ xt::xtensor<float, N> Dropout::backward(const xt::xtensor<float, N>& dy) const {
   return dx;
 }
 
-#define SEQLAB_DEFINE_DROPOUT(N)                                                       \
-  template xt::xtensor<float, N> Dropout::forward<N>(const xt::xtensor<float, N>&);   \
-  template xt::xtensor<float, N> Dropout::forward<N>(xt::xtensor<float, N>&&);        \
-  template xt::xtensor<float, N> Dropout::backward<N>(const xt::xtensor<float, N>&) const;
+#define SEQLAB_DEFINE_DROPOUT(N)                                     \
+  template TensorN<N> Dropout::forward<N>(const TensorN<N>&);        \
+  template TensorN<N> Dropout::forward<N>(TensorN<N>&&);             \
+  template TensorN<N> Dropout::backward<N>(const TensorN<N>&) const;
 SEQLAB_DEFINE_DROPOUT(1)
 SEQLAB_DEFINE_DROPOUT(2)
 SEQLAB_DEFINE_DROPOUT(3)

@@ -108,7 +108,16 @@ Tensor2 log_softmax_backward(const Tensor2& y, const Tensor2& dy) {
   return dx;
 }
 
-CrossEntropyLoss::CrossEntropyLoss(std::int32_t ignore_index) : ignore_index_(ignore_index) {}
+const char* reduction_name(Reduction r) { return r == Reduction::sum ? "sum" : "mean"; }
+
+Reduction parse_reduction(const std::string& name) {
+  if (name == "mean") return Reduction::mean;
+  if (name == "sum") return Reduction::sum;
+  throw std::invalid_argument("reduction = '" + name + "': allowed mean, sum");
+}
+
+CrossEntropyLoss::CrossEntropyLoss(std::int32_t ignore_index, Reduction reduction)
+    : ignore_index_(ignore_index), reduction_(reduction) {}
 
 float CrossEntropyLoss::forward(const Tensor2& logits, const IndexTensor1& targets) {
   const std::size_t n = logits.shape()[0], c = logits.shape()[1];
@@ -138,7 +147,9 @@ float CrossEntropyLoss::forward(const Tensor2& logits, const IndexTensor1& targe
     total += l;
     ++count_;
   }
+  sum_ = total;
   cached_ = true;
+  if (reduction_ == Reduction::sum) return static_cast<float>(total);
   return count_ == 0 ? 0.0f : static_cast<float>(total / static_cast<double>(count_));
 }
 
@@ -147,13 +158,14 @@ Tensor2 CrossEntropyLoss::backward() const {
   const std::size_t n = probs_.shape()[0], c = probs_.shape()[1];
   Tensor2 d = xt::zeros<float>({n, c});
   if (count_ == 0) return d;
-  const float inv = 1.0f / static_cast<float>(count_);
+  // mean: (softmax - onehot) / n; sum: softmax - onehot (scale 1, so exactly the probabilities)
+  const float inv = reduction_ == Reduction::sum ? 1.0f : 1.0f / static_cast<float>(count_);
   for (std::size_t i = 0; i < n; ++i) {
     const std::int32_t t = targets_(i);
     if (t == ignore_index_) continue;  // ignored rows stay exactly 0
     const float* p = probs_.data() + i * c;
     float* o = d.data() + i * c;
-    for (std::size_t j = 0; j < c; ++j) o[j] = p[j] * inv;  // (softmax - onehot) / n
+    for (std::size_t j = 0; j < c; ++j) o[j] = p[j] * inv;
     o[t] -= inv;
   }
   return d;

@@ -1,5 +1,7 @@
 #include "seqlab/tasks/copy_memory.hpp"
 
+#include "seqlab/tasks/draw_counts.hpp"
+
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -49,5 +51,13 @@ double CopyMemoryTask::memoryless_recall_loss() const {
 }
 
 double CopyMemoryTask::chance_recall_accuracy() const { return 1.0 / n_symbols_; }
+
+double CopyMemoryTask::most_frequent_symbol_accuracy() const {
+  return expected_max_count(n_memorize_, n_symbols_) / n_memorize_;
+}
+
+double CopyMemoryTask::most_frequent_symbol_loss() const {
+  return expected_plugin_entropy(n_memorize_, n_symbols_);
+}
 
 }  // namespace seqlab

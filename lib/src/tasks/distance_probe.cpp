@@ -55,7 +55,8 @@ TokenBatch DistanceProbe::sample(std::size_t batch, Rng& rng, std::vector<int>* 
   if (distances) distances->assign(batch, 0);
   const auto span = static_cast<std::uint64_t>(max_distance_ - min_distance_ + 1);
   for (std::size_t b = 0; b < batch; ++b) {
-    const int d = min_distance_ + static_cast<int>(rng.uniform_int(span));
+    // A fixed distance draws nothing (as sample_at).
+    const int d = span == 1 ? min_distance_ : min_distance_ + static_cast<int>(rng.uniform_int(span));
     if (distances) (*distances)[b] = d;
     fill_row(out.inputs, out.targets, b, d, rng);
   }

@@ -1,5 +1,7 @@
 #include "seqlab/tasks/mqar.hpp"
 
+#include "seqlab/tasks/draw_counts.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -90,6 +92,14 @@ double MultiQueryAssociativeRecall::chance_accuracy() const { return 1.0 / n_val
 
 double MultiQueryAssociativeRecall::chance_loss() const {
   return std::log(static_cast<double>(n_values_));
+}
+
+double MultiQueryAssociativeRecall::key_agnostic_accuracy() const {
+  return expected_max_count(n_pairs_, n_values_) / n_pairs_;
+}
+
+double MultiQueryAssociativeRecall::key_agnostic_loss() const {
+  return expected_plugin_entropy(n_pairs_, n_values_);
 }
 
 }  // namespace seqlab

@@ -19,9 +19,11 @@
 #include "seqlab/tasks/majority.hpp"
 #include "seqlab/tasks/markov_lm.hpp"
 #include "seqlab/tasks/mqar.hpp"
+#include "seqlab/tasks/padded_tokens.hpp"
 #include "seqlab/tasks/previous_token.hpp"
 #include "seqlab/tasks/repeat_copy.hpp"
 #include "seqlab/tasks/reverse.hpp"
+#include "seqlab/tasks/text.hpp"
 
 namespace seqlab {
 
@@ -88,6 +90,17 @@ double TaskParams::get_real(const std::string& key) const {
   return v;
 }
 
+std::uint64_t TaskParams::get_uint64(const std::string& key) const {
+  const std::string& text = get_string(key);
+  errno = 0;
+  char* end = nullptr;
+  const bool digits = text[0] >= '0' && text[0] <= '9';  // strtoull would wrap a leading '-'
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (!digits || errno != 0 || *end != '\0')
+    throw ConfigError(key, "'" + text + "'", "an integer in [0, 18446744073709551615]");
+  return static_cast<std::uint64_t>(v);
+}
+
 // --- built-in tasks ---------------------------------------------------------------------------------
 
 namespace {
@@ -106,6 +119,8 @@ TaskBatch from_padded(PaddedTokenBatch b) {
   out.tokens = std::move(b.inputs);
   out.targets = std::move(b.targets);
   out.padding = std::move(b.padding);
+  out.lengths = IndexTensor1::from_shape({b.lengths.size()});
+  for (std::size_t i = 0; i < b.lengths.size(); ++i) out.lengths(i) = static_cast<std::int32_t>(b.lengths[i]);
   return out;
 }
 
@@ -117,6 +132,55 @@ TaskSpec token_spec(int vocab, int seq_len, double loss, double accuracy, int ou
   s.baseline_loss = loss;
   s.baseline_accuracy = accuracy;
   return s;
+}
+
+// MQAR's dependency distances: a query (a key at a scored position) depends on that key's
+// position in the context [0, 2P) of key-value pairs; 0 elsewhere.
+IndexTensor2 mqar_distances(const TaskBatch& b, std::size_t P) {
+  const std::size_t B = b.tokens.shape()[0], S = b.tokens.shape()[1];
+  IndexTensor2 d = IndexTensor2::from_shape({B, S});
+  d.fill(0);
+  for (std::size_t r = 0; r < B; ++r)
+    for (std::size_t c = 0; c < S; ++c) {
+      if (b.targets(r, c) == kIgnoreTarget) continue;
+      for (std::size_t i = 0; i < P; ++i)
+        if (b.tokens(r, 2 * i) == b.tokens(r, c)) {
+          d(r, c) = static_cast<std::int32_t>(c - 2 * i);
+          break;
+        }
+    }
+  return d;
+}
+
+// MQAR rows of lengths in [min_len, seq_len], right-padded to seq_len with the blank 0 (mqar's
+// min_len >= 1): per row, its length min_len + uniform_int(seq_len - min_len + 1) (drawn also when
+// the range holds one length), then MultiQueryAssociativeRecall(length, ...).sample(1, rng).
+PaddedTokenBatch mqar_padded(std::size_t batch, int min_len, int seq_len, int P, int Q, int K,
+                             int V, Rng& rng) {
+  const auto W = static_cast<std::size_t>(seq_len);
+  PaddedTokenBatch out{IndexTensor2::from_shape({batch, W}), IndexTensor2::from_shape({batch, W}),
+                       PaddingMask::from_shape({batch, W}), std::vector<std::size_t>(batch)};
+  out.inputs.fill(MultiQueryAssociativeRecall::blank());
+  out.targets.fill(kIgnoreTarget);
+  out.padding.fill(1);
+  for (std::size_t b = 0; b < batch; ++b) {
+    const std::size_t len = static_cast<std::size_t>(min_len) +
+        static_cast<std::size_t>(rng.uniform_int(static_cast<std::uint64_t>(seq_len - min_len + 1)));
+    const TokenBatch row = MultiQueryAssociativeRecall(static_cast<int>(len), P, Q, K, V).sample(1, rng);
+    for (std::size_t t = 0; t < len; ++t) {
+      out.inputs(b, t) = row.inputs(0, t);
+      out.targets(b, t) = row.targets(0, t);
+      out.padding(b, t) = 0;
+    }
+    out.lengths[b] = len;
+  }
+  return out;
+}
+
+// Tasks whose every scored target is a function of the inputs: the best predictor is exact.
+void set_exact_ceiling(TaskSpec& s) {
+  s.best_accuracy = 1.0;
+  s.optimal_loss = 0.0;
 }
 
 // Wraps a task object whose sample(batch, rng) returns TokenBatch or PaddedTokenBatch.
@@ -138,11 +202,24 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
          [](const TaskParams& p) {
            auto t = std::make_shared<const CopyMemoryTask>(p.get_int("T"), p.get_int("n_memorize"),
                                                            p.get_int("n_symbols"));
-           // Memoryless predictor: exact on the T + n_memorize blank targets, guesses the recall.
-           const double acc = (t->recall_start() + t->n_memorize() * t->chance_recall_accuracy()) /
-                              double(t->seq_len());
-           return wrap(t, token_spec(t->vocab_size(), t->seq_len(), t->memoryless_loss(), acc),
-                       from_tokens);
+           // The best predictor that ignores the order of the source symbols: exact on the
+           // T + n_memorize blank targets, the most frequent source symbol at every recall position
+           // (CopyMemoryTask::most_frequent_symbol_accuracy / _loss).
+           const double n = t->n_memorize(), S = t->seq_len();
+           const double acc = (t->recall_start() + n * t->most_frequent_symbol_accuracy()) / S;
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), n * t->most_frequent_symbol_loss() / S, acc);
+           s.dependent_baseline_loss = t->most_frequent_symbol_loss();
+           s.dependent_baseline_accuracy = t->most_frequent_symbol_accuracy();
+           return wrap(t, s, [t](TokenBatch b) {
+             TaskBatch out = from_tokens(std::move(b));
+             // Recall target i (position recall_start + i) repeats input i: recall_start back.
+             const auto rs = static_cast<std::size_t>(t->recall_start());
+             out.distances = IndexTensor2::from_shape(out.targets.shape());
+             for (std::size_t r = 0; r < out.distances.shape()[0]; ++r)
+               for (std::size_t c = 0; c < out.distances.shape()[1]; ++c)
+                 out.distances(r, c) = c >= rs ? static_cast<std::int32_t>(rs) : 0;
+             return out;
+           });
          }});
   r.add("adding",
         {"adding problem (Bai et al. 2018 sec. 4): sum of the two marked values, MSE at the last "
@@ -157,13 +234,18 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
            s.target = "values";
            s.output_size = 1;
            s.head = "last_position";
-           s.baseline_loss = t->markerless_mse();
+           s.baseline_loss = s.dependent_baseline_loss = t->markerless_mse();
            s.baseline_accuracy = kNaN;
-           return wrap(t, s, [](AddingBatch b) {
+           return wrap(t, s, [t](AddingBatch b) {
              TaskBatch out;
              out.features = std::move(b.inputs);
-             out.values = Tensor3::from_shape({b.targets.shape()[0], 1, 1});
-             for (std::size_t i = 0; i < b.targets.shape()[0]; ++i) out.values(i, 0, 0) = b.targets(i, 0);
+             const std::size_t B = b.targets.shape()[0];
+             out.values = Tensor3::from_shape({B, 1, 1});
+             out.distances = IndexTensor2::from_shape({B, 1});
+             for (std::size_t i = 0; i < B; ++i) {
+               out.values(i, 0, 0) = b.targets(i, 0);
+               out.distances(i, 0) = t->dependency_distance(b.positions[i]);
+             }
              return out;
            });
          }});
@@ -173,14 +255,41 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
           {"n_pairs", "8", "key-value pairs"},
           {"n_queries", "8", "queries per row"},
           {"n_keys", "16", "key vocabulary"},
-          {"n_values", "16", "value vocabulary"}},
+          {"n_values", "16", "value vocabulary"},
+          {"min_len", "0",
+           "tokens: 0 = every row seq_len long; else rows of lengths uniform in [min_len, seq_len], "
+           "right-padded (a padded task)"}},
          [](const TaskParams& p) {
            auto t = std::make_shared<const MultiQueryAssociativeRecall>(
                p.get_int("seq_len"), p.get_int("n_pairs"), p.get_int("n_queries"),
                p.get_int("n_keys"), p.get_int("n_values"));
-           return wrap(t, token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(),
-                                     t->chance_accuracy()),
-                       from_tokens);
+           // The best predictor that ignores which key is queried: the most frequent value of the
+           // context (MultiQueryAssociativeRecall::key_agnostic_accuracy / _loss).
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->key_agnostic_loss(),
+                                   t->key_agnostic_accuracy());
+           s.dependent_baseline_loss = s.baseline_loss;
+           s.dependent_baseline_accuracy = s.baseline_accuracy;
+           set_exact_ceiling(s);
+           const auto P = static_cast<std::size_t>(t->n_pairs());
+           const int min_len = p.get_int("min_len");
+           if (min_len == 0)
+             return wrap(t, s, [P](TokenBatch b) {
+               TaskBatch out = from_tokens(std::move(b));
+               out.distances = mqar_distances(out, P);
+               return out;
+             });
+           const int need = 2 * t->n_pairs() + 2 * t->n_queries();
+           if (min_len < need || min_len > t->seq_len())
+             throw ConfigError("min_len", std::to_string(min_len),
+                               "0 or an integer in [2 * n_pairs + 2 * n_queries = " + std::to_string(need) +
+                                   ", seq_len = " + std::to_string(t->seq_len()) + "]");
+           s.padded = true;
+           return make_task_from(s, [t, min_len, P](std::size_t batch, Rng& rng) {
+             TaskBatch out = from_padded(mqar_padded(batch, min_len, t->seq_len(), t->n_pairs(),
+                                                     t->n_queries(), t->n_keys(), t->n_values(), rng));
+             out.distances = mqar_distances(out, P);
+             return out;
+           });
          }});
   r.add("distance_probe",
         {"recall one symbol placed d tokens before the query, d uniform in [min, max]",
@@ -193,9 +302,18 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
            auto t = std::make_shared<const DistanceProbe>(
                p.get_int("seq_len"), p.get_int("n_symbols"), p.get_int("n_fillers"),
                p.get_int("min_distance"), p.get_int("max_distance"));
-           return make_task_from(
-               token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy()),
-               [t](std::size_t batch, Rng& rng) { return from_tokens(t->sample(batch, rng)); });
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy());
+           s.dependent_baseline_loss = s.baseline_loss;
+           s.dependent_baseline_accuracy = s.baseline_accuracy;
+           return make_task_from(s, [t](std::size_t batch, Rng& rng) {
+             std::vector<int> d;
+             TaskBatch out = from_tokens(t->sample(batch, rng, &d));
+             const std::size_t S = out.tokens.shape()[1];
+             out.distances = IndexTensor2::from_shape({batch, S});
+             out.distances.fill(0);
+             for (std::size_t r = 0; r < batch; ++r) out.distances(r, S - 1) = d[r];
+             return out;
+           });
          }});
   r.add("induction_copy",
         {"induction-style copy: predict the token that followed the earlier occurrence",
@@ -203,9 +321,9 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
          [](const TaskParams& p) {
            auto t = std::make_shared<const InductionCopyTask>(
                p.get_int("prefix_len"), p.get_int("copy_len"), p.get_int("vocab_size"));
-           return wrap(t, token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(),
-                                     t->chance_accuracy()),
-                       from_tokens);
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy());
+           set_exact_ceiling(s);
+           return wrap(t, s, from_tokens);
          }});
   r.add("markov_lm",
         {"next-token prediction on a random order-k Markov grammar (baseline: uniform guess)",
@@ -213,16 +331,15 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
           {"vocab_size", "16", "tokens"},
           {"order", "2", "tokens of context"},
           {"branching", "2", "successors per context"},
-          {"grammar_seed", "1", "seed of the grammar"}},
+          {"grammar_seed", "1", "seed of the grammar, in [0, 2^64)"}},
          [](const TaskParams& p) {
-           const int seed = p.get_int("grammar_seed");
-           if (seed < 0) throw ConfigError("grammar_seed", std::to_string(seed), ">= 0");
            auto t = std::make_shared<const MarkovLanguageTask>(
                p.get_int("seq_len"), p.get_int("vocab_size"), p.get_int("order"),
-               p.get_int("branching"), static_cast<std::uint64_t>(seed));
-           return wrap(t, token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(),
-                                     t->chance_accuracy()),
-                       from_tokens);
+               p.get_int("branching"), p.get_uint64("grammar_seed"));
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy());
+           s.best_accuracy = t->bayes_accuracy();
+           s.optimal_loss = t->optimal_loss();
+           return wrap(t, s, from_tokens);
          }});
   r.add("previous_token",
         {"output the token lag positions earlier",
@@ -230,9 +347,9 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
          [](const TaskParams& p) {
            auto t = std::make_shared<const PreviousTokenTask>(
                p.get_int("seq_len"), p.get_int("vocab_size"), p.get_int("lag"));
-           return wrap(t, token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(),
-                                     t->chance_accuracy()),
-                       from_tokens);
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy());
+           set_exact_ceiling(s);
+           return wrap(t, s, from_tokens);
          }});
   r.add("repeat_copy",
         {"repeat n symbols after a separator, rows right-padded (Kazemnejad et al. 2023 sec. 4)",
@@ -259,25 +376,44 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
                                    t->chance_accuracy(), t->n_classes());
            s.head = "last_position";
            s.padded = true;
+           set_exact_ceiling(s);
+           s.expected_pad_fraction = t->expected_pad_fraction();
            return wrap(t, s, [](PaddedClassificationBatch b) {
              TaskBatch out;
              out.tokens = std::move(b.inputs);
              out.padding = std::move(b.padding);
+             out.lengths = std::move(b.lengths);
              out.targets = IndexTensor2::from_shape({b.labels.size(), 1});
              for (std::size_t i = 0; i < b.labels.size(); ++i) out.targets(i, 0) = b.labels(i);
              return out;
            });
          }});
   r.add("reverse",
-        {"sequence reversal as a prefix LM: [x, sep, y] with y = reversed x scored",
-         {{"length", "8", "tokens"}, {"n_symbols", "8", "symbols"}},
+        {"sequence reversal y = reversed x, in ReverseTask's layouts: prefix LM [x, sep, y] with y "
+         "scored (decoder-only), tagging x -> y (encoder-only), seq2seq (encoder-decoder)",
+         {{"length", "8", "tokens"},
+          {"n_symbols", "8", "symbols"},
+          {"layout", "prefix_lm", "prefix_lm | tagging | seq2seq"}},
          [](const TaskParams& p) {
+           const std::string& layout = p.get_string("layout");
+           if (layout != "prefix_lm" && layout != "tagging" && layout != "seq2seq")
+             throw ConfigError("layout", "'" + layout + "'", "one of prefix_lm, tagging, seq2seq");
            auto t = std::make_shared<const ReverseTask>(p.get_int("length"), p.get_int("n_symbols"));
-           return make_task_from(
-               token_spec(t->vocab_size(), 2 * t->length(), t->chance_loss(), t->chance_accuracy()),
-               [t](std::size_t batch, Rng& rng) {
-                 return from_tokens(t->prefix_lm(t->sample(batch, rng)));
-               });
+           const int n = t->length();
+           // The separator / bos is an input only: the head predicts the n_symbols symbols.
+           TaskSpec s = token_spec(t->vocab_size(), layout == "prefix_lm" ? 2 * n : n,
+                                   t->chance_loss(), t->chance_accuracy(), t->n_symbols());
+           if (layout == "seq2seq") s.decoder_len = static_cast<std::size_t>(n);
+           set_exact_ceiling(s);
+           return make_task_from(s, [t, layout](std::size_t batch, Rng& rng) {
+             TransductionBatch pair = t->sample(batch, rng);
+             if (layout == "prefix_lm") return from_tokens(t->prefix_lm(pair));
+             TaskBatch out;
+             if (layout == "seq2seq") out.decoder_tokens = t->decoder_input(pair);
+             out.tokens = std::move(pair.source);
+             out.targets = std::move(pair.target);
+             return out;
+           });
          }});
   r.add("char_lm",
         {"next-byte prediction on windows of a text file (baseline: unigram, no accuracy)",
@@ -302,6 +438,30 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
            return make_task_from(s, [c, min_len, max_len, which](std::size_t batch, Rng& rng) {
              return from_padded(c->sample(batch, min_len, max_len, which, rng));
            });
+         }});
+  r.add("text",
+        {"next-symbol language modelling on real text, char or byte level (Press et al. 2021); "
+         "default corpus the KJV from Debian (baseline: the smoothed train unigram)",
+         {{"corpus", "kjv", "kjv (the King James Version, split by book), a file, or a directory of "
+                              "train.txt, valid.txt, test.txt"},
+          {"unit", "char", "char (UTF-8 code points) | byte"},
+          {"seq_len", "64", "symbols per training window"},
+          {"valid_fraction", "0.05", "1: share of a corpus file for validation (kjv: by book)"},
+          {"test_fraction", "0.05", "1: share at the end of a corpus file for test (kjv: by book)"},
+          {"split", "train", "train | valid | test: the split windows are sampled from"}},
+         [](const TaskParams& p) {
+           TextCorpusOptions o;
+           o.corpus = p.get_string("corpus");
+           o.unit = parse_text_unit(p.get_string("unit"));
+           const TextSplit split = parse_text_split(p.get_string("split"));
+           const int seq_len = p.get_int("seq_len");
+           if (seq_len < 1) throw ConfigError("seq_len", std::to_string(seq_len), ">= 1");
+           // A fraction equal to its default counts as unset (the KJV takes none).
+           const double vf = p.get_real("valid_fraction"), tf = p.get_real("test_fraction");
+           if (vf != kDefaultSplitFraction) o.valid_fraction = vf;
+           if (tf != kDefaultSplitFraction) o.test_fraction = tf;
+           auto corpus = std::make_shared<const TextCorpus>(TextCorpus::open(o));
+           return std::make_unique<TextTask>(corpus, static_cast<std::size_t>(seq_len), split);
          }});
 }
 

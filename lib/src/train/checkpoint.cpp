@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "seqlab/core/file_io.hpp"
+#include "seqlab/core/hash.hpp"
 
 namespace fs = std::filesystem;
 
@@ -22,15 +23,6 @@ constexpr std::uint32_t kByteOrder = 0x01020304u;
 constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 8;
 // Largest checkpoint file read (bytes): far above any model seqlab trains on a CPU.
 constexpr std::size_t kMaxCheckpointBytes = std::size_t(1) << 36;
-
-std::uint64_t fnv1a64(const char* p, std::size_t n) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(p[i]);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 std::string shape_text(const std::vector<std::size_t>& s) {
   std::string out = "[";

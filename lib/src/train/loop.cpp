@@ -18,12 +18,39 @@ std::string describe(const char* what, double v) {
   return m.str();
 }
 
+// Grads of `params` divided by n (n > 1), the mean over an update's scored positions.
+void divide_grads(const std::vector<Parameter*>& params, std::size_t n) {
+  const float inv = static_cast<float>(1.0 / static_cast<double>(n));
+  for (Parameter* p : params) {
+    float* g = p->grad.data();
+    for (std::size_t i = 0, size = p->grad.size(); i < size; ++i) g[i] *= inv;
+  }
+}
+
 }  // namespace
 
 TrainResult train_loop(const TrainOptions& opt, const std::vector<Parameter*>& params,
                        Optimizer& optim, const LrSchedule& schedule,
                        const std::function<double(int step)>& loss_and_grad,
                        const std::function<void(const StepRecord&)>& on_step) {
+  if (opt.micro_batches != 1)
+    throw std::invalid_argument("train_loop: micro_batches = " + std::to_string(opt.micro_batches) +
+                                "; must be 1 (train_loop_accumulate accumulates micro-batches)");
+  // One micro-batch that scores "one position" with the closure's (mean) loss: no division, so
+  // this is exactly the plain loop. An empty closure stays empty (train_loop_accumulate names it).
+  std::function<LossSum(int, int)> one;
+  if (loss_and_grad) one = [&loss_and_grad](int step, int) { return LossSum{loss_and_grad(step), 1}; };
+  return train_loop_accumulate(opt, params, optim, schedule, one, on_step);
+}
+
+TrainResult train_loop_accumulate(
+    const TrainOptions& opt, const std::vector<Parameter*>& params, Optimizer& optim,
+    const LrSchedule& schedule,
+    const std::function<LossSum(int step, int micro_batch)>& loss_sum_and_grad,
+    const std::function<void(const StepRecord&)>& on_step) {
+  if (opt.micro_batches < 1)
+    throw std::invalid_argument("train_loop: micro_batches = " + std::to_string(opt.micro_batches) +
+                                "; must be >= 1");
   if (opt.steps < 0)
     throw std::invalid_argument("train_loop: steps = " + std::to_string(opt.steps) + "; must be >= 0");
   if (!(opt.clip_norm >= 0.0)) {
@@ -35,7 +62,7 @@ TrainResult train_loop(const TrainOptions& opt, const std::vector<Parameter*>& p
     if (params[k] == nullptr)
       throw std::invalid_argument("train_loop: params[" + std::to_string(k) +
                                   "] is a null pointer; every parameter must be non-null");
-  if (!loss_and_grad)
+  if (!loss_sum_and_grad)
     throw std::invalid_argument("train_loop: loss_and_grad is empty; a callable is required");
   schedule.validate();
   const CheckpointOptions& ck = opt.checkpoint;
@@ -82,7 +109,18 @@ TrainResult train_loop(const TrainOptions& opt, const std::vector<Parameter*>& p
     for (Parameter* p : params) p->zero_grad();
     optim.zero_grad();
 
-    const double loss = loss_and_grad(step);
+    double total = 0.0;
+    std::size_t scored = 0;
+    for (int m = 0; m < opt.micro_batches && std::isfinite(total); ++m) {
+      const LossSum part = loss_sum_and_grad(step, m);
+      total += part.sum;
+      scored += part.count;
+    }
+    double loss = total;
+    if (std::isfinite(total) && scored > 1) {
+      loss = total / static_cast<double>(scored);
+      divide_grads(params, scored);
+    }
     if (!std::isfinite(loss)) {
       result.diverged = true;
       result.diverged_step = step;

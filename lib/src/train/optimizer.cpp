@@ -50,7 +50,8 @@ void check_adam_args(const std::string& who, float lr, float beta1, float beta2,
 // ---------------------------------------------------------------------------------------------
 // Optimizer
 
-Optimizer::Optimizer(std::vector<Parameter*> params, float lr) : params_(std::move(params)), lr_(lr) {
+Optimizer::Optimizer(std::vector<Parameter*> params, float lr)
+    : params_(std::move(params)), lr_(lr), decay_mask_(params_.size(), true) {
   check_lr("Optimizer", lr);
   std::set<const Parameter*> seen;
   for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -65,6 +66,22 @@ Optimizer::Optimizer(std::vector<Parameter*> params, float lr) : params_(std::mo
 }
 
 Optimizer::~Optimizer() = default;
+
+void Optimizer::set_weight_decay_mask(std::vector<bool> mask) {
+  if (mask.size() != params_.size())
+    throw std::invalid_argument("Optimizer::set_weight_decay_mask: mask has " +
+                                std::to_string(mask.size()) + " entries; must have one per parameter (" +
+                                std::to_string(params_.size()) + ")");
+  decay_mask_ = std::move(mask);
+}
+
+std::vector<bool> weight_decay_mask(const std::vector<Parameter*>& params, bool decay_all) {
+  std::vector<bool> mask(params.size(), true);
+  if (decay_all) return mask;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (params[i] != nullptr) mask[i] = params[i]->value.dimension() >= 2;
+  return mask;
+}
 
 void Optimizer::zero_grad() {
   for (Parameter* p : params_) p->zero_grad();
@@ -174,10 +191,11 @@ std::vector<float>& SGD::buffer(std::size_t i, const std::string& name) {
 
 void SGD::step() {
   check_grads();
-  const float lr = lr_, wd = weight_decay_, mom = momentum_, damp = 1.0f - dampening_;
+  const float lr = lr_, mom = momentum_, damp = 1.0f - dampening_;
   const bool first = step_ == 0;
   for (std::size_t k = 0; k < params_.size(); ++k) {
     Parameter& p = *params_[k];
+    const float wd = decays(k) ? weight_decay_ : 0.0f;
     const std::size_t n = p.size();
     float* theta = p.value.data();
     const float* grad = p.grad.data();
@@ -242,11 +260,14 @@ void AdamBase::step() {
   const float b1 = beta1_, b2 = beta2_, one_m_b1 = 1.0f - beta1_, one_m_b2 = 1.0f - beta2_;
   const float eps = eps_;
   // L2 (Adam): added to the gradient. Decoupled (AdamW): θ ← θ·(1 − lr·wd) before the update.
-  const float l2 = decoupled_ ? 0.0f : weight_decay_;
-  const float decay = decoupled_ ? static_cast<float>(1.0 - static_cast<double>(lr_) * weight_decay_)
-                                 : 1.0f;
+  // Parameters outside the decay mask get neither.
+  const float l2_decayed = decoupled_ ? 0.0f : weight_decay_;
+  const float decay_decayed =
+      decoupled_ ? static_cast<float>(1.0 - static_cast<double>(lr_) * weight_decay_) : 1.0f;
   for (std::size_t k = 0; k < params_.size(); ++k) {
     Parameter& p = *params_[k];
+    const float l2 = decays(k) ? l2_decayed : 0.0f;
+    const float decay = decays(k) ? decay_decayed : 1.0f;
     const std::size_t n = p.size();
     float* theta = p.value.data();
     const float* grad = p.grad.data();
@@ -268,11 +289,21 @@ void AdamBase::step() {
 
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<Parameter*> params,
                                           const OptimizerConfig& cfg) {
-  if (name == "sgd") return std::make_unique<SGD>(std::move(params), cfg.lr, cfg.momentum, cfg.weight_decay);
-  if (name == "adam")
-    return std::make_unique<Adam>(std::move(params), cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay);
-  if (name == "adamw")
-    return std::make_unique<AdamW>(std::move(params), cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay);
+  std::unique_ptr<Optimizer> optim;
+  std::vector<bool> mask = weight_decay_mask(params, cfg.decay_all);
+  if (name == "sgd") {
+    optim = std::make_unique<SGD>(std::move(params), cfg.lr, cfg.momentum, cfg.weight_decay);
+  } else if (name == "adam") {
+    optim = std::make_unique<Adam>(std::move(params), cfg.lr, cfg.beta1, cfg.beta2, cfg.eps,
+                                   cfg.weight_decay);
+  } else if (name == "adamw") {
+    optim = std::make_unique<AdamW>(std::move(params), cfg.lr, cfg.beta1, cfg.beta2, cfg.eps,
+                                    cfg.weight_decay);
+  }
+  if (optim) {
+    optim->set_weight_decay_mask(std::move(mask));
+    return optim;
+  }
   throw std::invalid_argument("make_optimizer: optimizer = \"" + name +
                               "\"; must be one of sgd, adam, adamw");
 }

@@ -60,8 +60,8 @@ float LrSchedule::lr_at(int step) const {
   if (kind == "inverse_sqrt") return static_cast<float>(eta * std::sqrt(W / t));
   // cosine
   const double N = total_steps, eta_min = min_lr;
-  if (t >= N) return min_lr;
-  const double progress = (t - W) / (N - W);  // in (0, 1): t > W and t < N here
+  if (t > N) return min_lr;
+  const double progress = (t - W) / (N - W + 1.0);  // T_cur / T_max in (0, 1): W < t <= N here
   return static_cast<float>(eta_min + 0.5 * (eta - eta_min) * (1.0 + std::cos(kPi * progress)));
 }
 

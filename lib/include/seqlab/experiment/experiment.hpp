@@ -4,8 +4,9 @@
 // An experiment declares its keys and a function that runs one cell; run_experiment does the rest:
 //
 //   --help                 every key with default, unit and what is allowed
-//   --scale quick|paper    loads <experiment dir>/configs/<scale>.ini (default: quick, unless
-//                          --config is given)
+//   --scale NAME           loads <experiment dir>/configs/<NAME>.ini: tiny (tests), quick (the
+//                          main job), standard (decides the claim on one 2-core machine), paper
+//                          (the anchor papers' sizes); default quick unless --config is given
 //   --config FILE.ini      `key = value` lines ('#' comments); unknown keys are errors
 //   --KEY=VALUE            overrides any key (the command line wins over the file)
 //   --list-cells           prints the grid, one "index key=value ... seed=r" line per cell
@@ -36,6 +37,9 @@
 //                          the cell's result file is written, its checkpoints are removed.
 //                          Integer in [0, kMaxCheckpointEvery]; 0 (default) = off (checkpoints of
 //                          an earlier run are then not used, and removed when the cell finishes).
+//   --save-model           every training phase of a cell (TrainingPhase, training.hpp) writes its
+//                          model's final weights to <out>/models/<cell file stem>.<phase>.
+//                          safetensors (PyTorch state_dict names, nn/safetensors.hpp)
 //   --threads N            thread budget (seqlab::set_num_threads), default 1, in [1, kMaxThreads]
 //   --seed S               base seed (also `seed = S` in a config file), default 1, in
 //                          [0, 2^63-1]
@@ -100,13 +104,18 @@
 //     return run_experiment(argc, argv, spec);
 //   }
 //
-// A cell that trains hands train_loop its checkpoint options, so --checkpoint-every works for it:
+// A cell that trains uses a TrainingPhase (experiment/training.hpp), which runs train_loop with
+// the cell's checkpoint options, so --checkpoint-every works for it, and owns the curve window,
+// the timer and the divergence rules:
 //
-//   TrainOptions opt;  opt.steps = ...;
-//   opt.checkpoint = cell_checkpoint(cell, "train", model.get(), out);   // one name per phase
-//   opt.checkpoint.state.add("train_rng", train_rng);   // every value the steps change outside
-//   opt.checkpoint.state.add("window_loss", window);    // the model and the optimizer
-//   const TrainResult r = train_loop(opt, params, optim, schedule, loss_and_grad, on_step);
+//   TrainingPhase phase(cell, out, model.get(), "train");          // one name per phase
+//   phase.steps(cell.get_int32("steps")).curve(cell.get_int32("log_every"), "steps", id);
+//   phase.state().add("train_rng", train_rng);   // every value the steps change outside
+//                                                 // the model and the optimizer
+//   const PhaseResult r = phase.run(params, optim, schedule, loss_and_grad);
+//
+// Scores over a test set come from train/metrics.hpp (evaluate_chunked), batches from the task
+// registry (tasks/task.hpp, make_task).
 #include <cstddef>
 #include <cstdint>
 #include <functional>

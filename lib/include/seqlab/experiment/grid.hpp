@@ -48,6 +48,8 @@ struct Cell {
   int checkpoint_every = 0;          // save every N updates; 0 = off
   std::string checkpoint_prefix;     // "<out>/checkpoints/<cell file stem>"; + ".<phase>.ckpt"
   std::string checkpoint_identity;   // fingerprint, --threads and build the checkpoints belong to
+  // --save-model: "<out>/models/<cell file stem>" (+ ".<phase>.safetensors"); empty = off.
+  std::string model_prefix;
 
   std::uint64_t stream_seed(std::uint64_t purpose) const {
     return experiment::stream_seed(base_seed, replicate, purpose);
@@ -61,6 +63,12 @@ struct Cell {
   double get_real(const std::string& key) const { return params.get_real(key); }
   float get_float(const std::string& key) const { return params.get_float(key); }
   const std::string& get_string(const std::string& key) const { return params.get_string(key); }
+  /// List keys (options.hpp).
+  std::vector<std::int64_t> get_int_list(const std::string& key) const { return params.get_int_list(key); }
+  std::vector<double> get_real_list(const std::string& key) const { return params.get_real_list(key); }
+  std::vector<std::string> get_string_list(const std::string& key) const {
+    return params.get_string_list(key);
+  }
 
   /// "model=lstm T=10 seed=0": the sweep keys' values then the replicate (what --list-cells prints
   /// after the index).

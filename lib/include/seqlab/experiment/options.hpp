@@ -24,6 +24,25 @@
 //   int_sweep("T", {10, 25}, "steps", "blank length").at_least(1)
 //   real_option("lr", 1e-3, "1", "learning rate").greater_than(0)
 //   string_option("optimizer", "adam", "optimizer").one_of({"adam", "adamw", "sgd"})
+//
+// List keys: one value that is a whitespace-separated list, for axes an experiment runs inside a
+// cell ("batch_sizes = 1 2 4 8"), declared with int_list_option / real_list_option /
+// choice_list_option and read with Params::get_int_list / get_real_list / get_string_list. Every
+// element is checked as a value of its type against the key's bounds or choices, the elements are
+// distinct, and the list is non-empty unless a word for the empty list is declared
+// (.empty_as("none")); a bad list is a ConfigError naming the key, the whole value and the
+// offending element, e.g.
+//   batch_sizes: invalid value '1 x' (from the command line): 'x' is not an integer; expected a
+//   space-separated list of distinct integers in [1, 4096]
+// The value is stored as the trimmed text, so it is part of the cell fingerprint as written (the
+// empty-list word as the empty text).
+//
+// Cross-key bounds: .at_most_key("steps") declares value <= the same cell's value of the numeric
+// key `steps` (for a list of numbers: every element); run_experiment checks it for every cell
+// before anything runs (ConfigError
+//   warmup_steps: invalid value '500': expected an integer <= steps (300)
+//   warmups: invalid value '0 500': '500' is out of range; expected a space-separated list of
+//   integers <= steps (300)).
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -67,11 +86,23 @@ struct OptionSpec {
   bool min_exclusive = false;   // min is strict (value > min)
   std::optional<double> max;    // numeric upper bound (inclusive)
   std::vector<std::string> choices;  // String: allowed values (empty: any non-empty string)
+  /// List keys (type String, never sweep): the element type; min/max/choices apply to each element.
+  std::optional<ValueType> list_of;
+  std::string empty_word;       // list keys: this text (e.g. "none") is the empty list; "" = none allowed
+  std::string max_key;          // numeric keys: value <= this other numeric key of the same cell
 
   OptionSpec at_least(double v) const;      // value >= v
   OptionSpec greater_than(double v) const;  // value > v
   OptionSpec at_most(double v) const;       // value <= v
   OptionSpec one_of(std::vector<std::string> allowed) const;
+  /// List keys: `word` (e.g. "none") stands for the empty list.
+  OptionSpec empty_as(std::string word) const;
+  /// Numeric keys and lists of numbers (every element): value <= the cell's value of the numeric
+  /// key `other` (checked per cell).
+  OptionSpec at_most_key(std::string other) const;
+  bool is_list() const { return list_of.has_value(); }
+  /// List keys: the elements of a (checked) value's text.
+  static std::vector<std::string> list_items(const std::string& text);
 
   /// What is allowed, in words: "an integer in [1, 1000]", "an integer >= 1" (no upper bound),
   /// "a comma-separated list of reals in (0, 3.40282347e+38]", "one of adam|adamw|sgd"...
@@ -98,6 +129,12 @@ OptionSpec int_sweep(std::string key, std::vector<std::int64_t> defs, std::strin
 OptionSpec real_sweep(std::string key, std::vector<double> defs, std::string unit,
                       std::string help);
 OptionSpec string_sweep(std::string key, std::vector<std::string> defs, std::string help);
+/// List keys (file comment): `def` is the default list as text, e.g. "1 2 4".
+OptionSpec int_list_option(std::string key, std::string def, std::string unit, std::string help);
+OptionSpec real_list_option(std::string key, std::string def, std::string unit, std::string help);
+/// Elements from `choices`.
+OptionSpec choice_list_option(std::string key, std::string def, std::vector<std::string> choices,
+                              std::string help);
 
 /// Resolved values of the keys of one cell: one value per key, in declaration order.
 class Params {
@@ -122,6 +159,12 @@ class Params {
   /// not a finite float or is nonzero but rounds to 0 (parse() already rejects such values).
   float get_float(const std::string& key) const;
   const std::string& get_string(const std::string& key) const;
+  /// The elements of a list key (file comment), in the order given; empty for the empty-list word.
+  /// Throws std::logic_error if an element is not of the requested type (the key is not a list
+  /// of that type), std::out_of_range for a missing key.
+  std::vector<std::int64_t> get_int_list(const std::string& key) const;
+  std::vector<double> get_real_list(const std::string& key) const;
+  std::vector<std::string> get_string_list(const std::string& key) const;
   const Value& get(const std::string& key) const;
   /// format_value of the key's value.
   std::string text(const std::string& key) const;

@@ -33,17 +33,17 @@ class Dropout : public Module {
   /// that it was the identity (eval / p = 0) for backward.
   /// Throws ShapeError if the mask is frozen and x's shape differs from the frozen mask's.
   template <std::size_t N>
-  xt::xtensor<float, N> forward(const xt::xtensor<float, N>& x);
+  TensorN<N> forward(const TensorN<N>& x);
   /// As forward(const&), on a tensor the caller gives up: the mask is applied in place and x's
   /// buffer is returned (in eval / p = 0, x itself, with no copy).
   template <std::size_t N>
-  xt::xtensor<float, N> forward(xt::xtensor<float, N>&& x);
+  TensorN<N> forward(TensorN<N>&& x);
 
   /// dy (shape of the last forward) -> dx = dy ⊙ m with the last forward's mask (dy in eval).
   /// Throws std::logic_error before any forward, ShapeError if dy's shape differs from the last
   /// forward's input shape.
   template <std::size_t N>
-  xt::xtensor<float, N> backward(const xt::xtensor<float, N>& dy) const;
+  TensorN<N> backward(const TensorN<N>& dy) const;
 
   /// frozen = true: train-mode forwards reuse the last mask instead of drawing (the first one
   /// draws if there is none yet). frozen = false: back to drawing a fresh mask per forward.
@@ -83,10 +83,10 @@ class Dropout : public Module {
   std::vector<float> mask_;
 };
 
-#define SEQLAB_DECLARE_DROPOUT(N)                                                             \
-  extern template xt::xtensor<float, N> Dropout::forward<N>(const xt::xtensor<float, N>&);   \
-  extern template xt::xtensor<float, N> Dropout::forward<N>(xt::xtensor<float, N>&&);        \
-  extern template xt::xtensor<float, N> Dropout::backward<N>(const xt::xtensor<float, N>&) const;
+#define SEQLAB_DECLARE_DROPOUT(N)                                           \
+  extern template TensorN<N> Dropout::forward<N>(const TensorN<N>&);        \
+  extern template TensorN<N> Dropout::forward<N>(TensorN<N>&&);             \
+  extern template TensorN<N> Dropout::backward<N>(const TensorN<N>&) const;
 SEQLAB_DECLARE_DROPOUT(1)
 SEQLAB_DECLARE_DROPOUT(2)
 SEQLAB_DECLARE_DROPOUT(3)

@@ -3,7 +3,7 @@
 //
 // A layer owns its Parameters (value and grad, same shape) and names them as PyTorch's
 // state_dict does ("weight", "bias", "weight_ih_l0"...). `backward` *adds* into `grad`;
-// `zero_grad()` clears it. Values are stored as dynamic-rank xt::xarray<float> so one list can hold
+// `zero_grad()` clears it. Values are stored as dynamic-rank arrays (Array) so one list can hold
 // matrices and vectors (optimizers, checkpoints and fixtures walk that list); layers read them
 // through raw pointers into GEMMs or through fixed-rank views.
 //
@@ -12,8 +12,16 @@
 // running_var, num_batches_tracked (PyTorch's buffers) and the generator of every layer that draws
 // random numbers while training (Dropout's "rng"). collect_buffers lists them recursively with
 // state_dict-style keys ("layers.0.norm1.running_mean", "layers.0.dropout1.rng").
+//
+// state_dict() / load_state_dict(): PyTorch's Module.state_dict and load_state_dict
+// (https://pytorch.org/docs/1.13/generated/torch.nn.Module.html): the parameters and the tensor
+// buffers (running statistics, counters) by key, so weights move between seqlab and torch.nn
+// one to one (nn/safetensors.hpp writes them to a file Python reads with numpy alone). The
+// generators and experiment statistics among the buffers are training state, not a model's
+// weights: checkpoints (train/checkpoint.hpp) save them, state_dict does not, as torch.
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -30,8 +38,8 @@ struct Parameter {
   Parameter(std::string name, std::vector<std::size_t> shape);
 
   std::string name;
-  xt::xarray<float> value;
-  xt::xarray<float> grad;  // same shape as value, starts at 0
+  Array value;
+  Array grad;  // same shape as value, starts at 0
 
   std::size_t size() const { return value.size(); }
   void zero_grad();
@@ -50,6 +58,26 @@ struct NamedParameter {
 struct NamedBuffer {
   std::string key;
   std::variant<Tensor1*, std::vector<double>*, std::int64_t*, Rng*> ref;
+};
+
+/// One state_dict entry, row-major: float32 (parameters, BatchNorm's running_mean and
+/// running_var; safetensors dtype F32) or int64 (counters such as BatchNorm's
+/// num_batches_tracked, shape [] as torch's; dtype I64).
+using StateTensor = std::variant<Array, ArrayOf<std::int64_t>>;
+/// State dict: full key ("layers.0.self_attn.in_proj_weight") -> tensor, as torch's state_dict.
+/// Sorted by key (torch's is ordered by registration; loading is by key in both).
+using StateDict = std::map<std::string, StateTensor>;
+
+/// The shape of a state_dict entry ("[]" for a scalar counter).
+std::vector<std::size_t> state_shape(const StateTensor& t);
+/// "F32" or "I64" (the safetensors dtype names).
+const char* state_dtype(const StateTensor& t);
+
+/// What load_state_dict(strict = false) skipped, as torch's (missing_keys, unexpected_keys):
+/// keys of the module absent from the state dict, keys of the state dict the module does not have.
+struct LoadStateResult {
+  std::vector<std::string> missing_keys;
+  std::vector<std::string> unexpected_keys;
 };
 
 /// Base of every layer and model: parameter listing, gradient clearing, train/eval mode.
@@ -77,6 +105,24 @@ class Module {
   /// Total number of scalar parameters.
   std::size_t num_parameters();
   void zero_grad();
+
+  /// Copies of every parameter (Array, its PyTorch shape) and of every float or integer buffer
+  /// (Tensor1 buffers as Array [n], counters as ArrayOf<int64> of shape []), keyed as
+  /// named_parameters / named_buffers with `prefix` prepended. Generator and double-vector
+  /// buffers are not included (file comment). Throws std::logic_error if two entries have the
+  /// same key (a module listing something twice).
+  StateDict state_dict(const std::string& prefix = "");
+  /// Assigns the values of `sd` to the parameters and buffers of the same keys (torch's
+  /// load_state_dict). Every entry of `sd` whose key the module has must have that entry's
+  /// dtype (F32 for parameters and float buffers, I64 for counters) and exactly its shape;
+  /// strict = true also requires every key of the module to be in `sd` and no other key.
+  /// All checks run before anything is assigned, so a failed load changes nothing. Throws
+  /// std::invalid_argument listing every problem with its key, as torch's message does:
+  ///   load_state_dict: missing key(s) "head.bias"; unexpected key(s) "fc.weight";
+  ///   size mismatch for "head.weight": the state dict has [4, 8], the module [10, 8];
+  ///   dtype mismatch for "norm.num_batches_tracked": the state dict has F32, the module I64.
+  /// Returns the keys that strict = false let through (always empty lists when strict).
+  LoadStateResult load_state_dict(const StateDict& sd, bool strict = true);
 
   /// train() / eval() switch BatchNorm statistics and dropout; a module with children overrides
   /// set_training to forward the mode.

@@ -59,7 +59,8 @@ class DistanceProbe {
 
   /// `batch` (>= 1) rows, each with its own distance d uniform in [min_distance, max_distance];
   /// if `distances` is non-null it receives the B distances. Per row, in this order: d =
-  /// min_distance + uniform_int(max_distance − min_distance + 1); s = first_symbol() +
+  /// min_distance + uniform_int(max_distance − min_distance + 1) (no draw when min_distance =
+  /// max_distance, so a fixed-distance probe samples as sample_at); s = first_symbol() +
   /// uniform_int(n_symbols); then one filler per remaining position, left to right, each
   /// first_filler() + uniform_int(n_fillers). Deterministic given the rng state.
   /// Throws std::invalid_argument for batch = 0.

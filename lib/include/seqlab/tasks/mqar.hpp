@@ -78,12 +78,31 @@ class MultiQueryAssociativeRecall {
   /// comment; the same on every platform).
   TokenBatch sample(std::size_t batch, Rng& rng) const;
 
-  /// Accuracy on the scored positions of the best predictor that ignores the pairs (it knows the
-  /// layout, so it predicts some value): 1 / n_values.
+  /// Accuracy on the scored positions of the best predictor that ignores the context (it knows
+  /// only the layout, so it predicts some value): 1 / n_values. A predictor that reads the
+  /// context's values but not which key is queried does far better: key_agnostic_accuracy().
   double chance_accuracy() const;
   /// That predictor's cross-entropy on the scored positions (uniform over the values):
   /// ln(n_values) nats.
   double chance_loss() const;
+  /// Accuracy on the scored positions of the best predictor that ignores which key is queried:
+  /// it sees the P values of the context (and their keys, without binding them to the query).
+  /// The queried pair is uniform over the P pairs whatever the context (the Q queried pairs are
+  /// distinct, but each one alone is uniform), so given the context the target is value v with
+  /// probability c_v / P, c_v the number of pairs holding v; the best guess is the most frequent
+  /// context value (ties broken in any way), correct with probability max_v c_v / P. Over the
+  /// generator's independent uniform values:
+  ///   key_agnostic_accuracy = E[max_v c_v] / P,  (c_v) ~ multinomial(P; 1/n_values each)
+  /// (expected_max_count in tasks/draw_counts.hpp). Examples, n_values = 16: P = 1: 1; P = 2:
+  /// (1 + 1/16) / 2 = 0.53125; P = 4: 1.3486328125 / 4 = 0.337158203125. Not 1 / n_values: a model
+  /// that copies some value of the context without binding keys reaches it. (A predictor that used
+  /// the keys of earlier queries to rule their pairs out would be binding keys; it is excluded.)
+  double key_agnostic_accuracy() const;
+  /// The best cross-entropy (nats per scored position) of a predictor that ignores which key is
+  /// queried: it predicts p(v) = c_v / P and scores the expected plug-in entropy of the counts,
+  /// E[−Σ_v (c_v / P) ln(c_v / P)] (expected_plugin_entropy; n_values = 16, P = 2: (15/16) ln 2 =
+  /// 0.6498; P = 4: 1.2597; P = 1: 0): at most chance_loss() = ln(n_values).
+  double key_agnostic_loss() const;
 
  private:
   int seq_len_;

@@ -11,33 +11,52 @@
 //                       in [0, output_size), kIgnoreTarget (-100, CrossEntropyLoss's
 //                       ignore_index) at positions that are not scored
 //   target "values":    values [B, T or 1, output_size] regression targets (MSE)
-//   padded tasks:       padding [B, T], 1 = padded (TransformerModel::set_padding); else empty
+//   padded tasks:       padding [B, T], 1 = padded (TransformerModel::set_padding), and lengths
+//                       [B], the real length of each right-padded row; else empty
+//   encoder-decoder:    tokens [B, S] is the source, decoder_tokens [B, T'] the decoder's input
+//                       (teacher forcing: the target shifted right after a bos token), targets
+//                       [B, T'] (EncoderDecoderModel::forward(src, tgt_in)); else empty
+//   dependency tasks:   distances [B, T or 1]: how far back each scored target's evidence lies
+//                       (TaskBatch::distances); else empty
+// eval_set(batch) views a batch for evaluate_chunked (train/metrics.hpp); slice_rows(batch, r0, n)
+// takes a range of its rows.
 // apply_task_spec(spec, cfg) sets the ModelConfig fields that must match (input, vocab_size,
 // input_size, output_size, head).
 //
 // Built-in tasks, in this order (lib/src/tasks/task_registry.cpp), parameters with defaults:
 //   copy_memory     T=50 n_memorize=10 n_symbols=8       CopyMemoryTask (Bai et al. 2018 sec. 4)
 //   adding          seq_len=50                            AddingProblem (values, last_position)
-//   mqar            seq_len=64 n_pairs=8 n_queries=8 n_keys=16 n_values=16
-//                                                         MultiQueryAssociativeRecall (Zoology)
+//   mqar            seq_len=64 n_pairs=8 n_queries=8 n_keys=16 n_values=16 min_len=0
+//                                                         MultiQueryAssociativeRecall (Zoology);
+//                                                         min_len >= 1: padded, rows of lengths
+//                                                         uniform in [min_len, seq_len] (each
+//                                                         row's length drawn before its tokens)
 //   distance_probe  seq_len=32 n_symbols=8 n_fillers=8 min_distance=1 max_distance=0
 //   induction_copy  prefix_len=16 copy_len=8 vocab_size=32
-//   markov_lm       seq_len=64 vocab_size=16 order=2 branching=2 grammar_seed=1
+//   markov_lm       seq_len=64 vocab_size=16 order=2 branching=2 grammar_seed=1 (in [0, 2^64))
 //   previous_token  seq_len=32 vocab_size=16 lag=1
 //   repeat_copy     min_len=9 max_len=17 alphabet=8       padded
 //   majority        seq_len=32 pad_fraction=0.25 n_classes=4 n_noise=4 min_len=4
-//                                                         padded, last_position
-//   reverse         length=8 n_symbols=8                  ReverseTask::prefix_lm layout [B, 2n]
+//                                                         padded, last_position: targets [B, 1]
+//                                                         hold each row's label
+//   reverse         length=8 n_symbols=8 layout=prefix_lm ReverseTask's layouts: prefix_lm [B, 2n]
+//                                                         (decoder-only), tagging (tokens x,
+//                                                         targets y, [B, n]: encoder-only),
+//                                                         seq2seq (tokens x, decoder_tokens
+//                                                         [bos, y_<n-1], targets y)
 //   char_lm         text_file=(required) test_fraction=0.1 min_len=32 max_len=64 split=train
 //                                                         CharCorpus windows, padded
+//   text            corpus=kjv unit=char seq_len=64 valid_fraction=0.05 test_fraction=0.05
+//                   split=train                           TextTask (tasks/text.hpp): KJV or a file
 //
-// Adding a task (README "Extending seqlab"): the task class (tasks/<name>.hpp + .cpp, a
+// Adding a task (lib/README.md "Extending seqlab"): the task class (tasks/<name>.hpp + .cpp, a
 // deterministic sample(batch, rng)), and one registration line that wraps it:
 //   SEQLAB_REGISTER(seqlab::task_registry(), "my_task", seqlab::TaskEntry{"what it tests",
 //       {{"seq_len", "32", "tokens"}},
 //       [](const seqlab::TaskParams& p) { ...; return seqlab::make_task_from(spec, sampler); }});
 // in a .cpp of your executable, or `r.add(...)` in register_builtin_tasks for a library task.
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <map>
@@ -49,6 +68,7 @@
 #include "seqlab/core/rng.hpp"
 #include "seqlab/core/tensor.hpp"
 #include "seqlab/models/model_config.hpp"
+#include "seqlab/train/metrics.hpp"
 
 namespace seqlab {
 
@@ -62,11 +82,30 @@ struct TaskSpec {
   std::size_t output_size = 0;        // classes, or values per scored position
   std::string head = "per_position";  // "per_position" (targets [B, T]) | "last_position" ([B, 1])
   bool padded = false;                // batches carry a padding mask
-  /// The baseline each task documents: the best predictor that ignores what the task tests
-  /// (e.g. guessing the recalled symbol), on the scored positions: its mean loss (nats per scored
-  /// target, or MSE) and accuracy (NaN where the task defines none, e.g. regression).
+  /// The baseline each task documents: the best predictor that ignores what the task tests, on
+  /// the scored positions: its mean loss (nats per scored target, or MSE) and accuracy (NaN where
+  /// the task defines none, e.g. regression). copy_memory: the most frequent source symbol at
+  /// every recall position (it ignores their order); mqar: the most frequent value of the context
+  /// (it ignores which key is queried); adding: 2·mean of the values (it ignores the markers);
+  /// distance_probe: a uniform guess among the symbols.
   double baseline_loss = std::numeric_limits<double>::quiet_NaN();
   double baseline_accuracy = std::numeric_limits<double>::quiet_NaN();
+  /// The same predictor on the dependent positions only (TaskBatch::distances > 0; e.g. copy
+  /// memory's recall positions): NaN for tasks that define no distances.
+  double dependent_baseline_loss = std::numeric_limits<double>::quiet_NaN();
+  double dependent_baseline_accuracy = std::numeric_limits<double>::quiet_NaN();
+  /// Encoder-decoder tasks: T', the width of decoder_tokens and targets (seq_len is then the
+  /// source's width S); 0 for single-stack tasks.
+  std::size_t decoder_len = 0;
+  /// The ceiling: the Bayes-optimal predictor's accuracy and mean loss (nats per scored target) on
+  /// the scored positions: 1 and 0 where every target is a function of the inputs, the source's
+  /// own values for a stochastic one (markov_lm: p_0 and H(p)); NaN where the entry states none.
+  double best_accuracy = std::numeric_limits<double>::quiet_NaN();
+  double optimal_loss = std::numeric_limits<double>::quiet_NaN();
+  /// Padded tasks whose lengths follow a declared distribution: the expected fraction of padded
+  /// positions of a batch (majority: exactly 1 - round((1 - pad_fraction)·T)/T,
+  /// MajorityTask::expected_pad_fraction); NaN for every other task.
+  double expected_pad_fraction = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// One batch (file comment); the parts a task does not use are empty (size 0).
@@ -76,7 +115,27 @@ struct TaskBatch {
   IndexTensor2 targets;   // [B, T] or [B, 1]   target "classes" (kIgnoreTarget: not scored)
   Tensor3 values;         // [B, T or 1, O]     target "values"
   PaddingMask padding;    // [B, T] 1 = padded  padded tasks
+  /// [B, T] (or [B, 1] for a last_position head), tasks with a long-range dependency: for a scored
+  /// target, how many positions back the token it depends on lies (>= 1), 0 where the target
+  /// depends on no earlier token (copy memory's blank targets) or is not scored. Empty for tasks
+  /// that define none. Defined by copy_memory (T + n_memorize at every recall position), adding
+  /// (the distance from the first marked value to the last step), mqar (query position minus the
+  /// queried key's position) and distance_probe (the probe's distance).
+  IndexTensor2 distances;
+  /// [B, T'] encoder-decoder tasks: the decoder's input (file comment); tokens is the source.
+  IndexTensor2 decoder_tokens;
+  /// [B], padded tasks: the real length L_b of each right-padded row, so that padding(b, t) = 1
+  /// exactly for t >= L_b (e.g. for pooling over the real positions). Empty for unpadded tasks.
+  IndexTensor1 lengths;
 };
+
+/// Rows [r0, r0 + n) of every non-empty part of `b` (e.g. one chunk of a test set). Throws
+/// std::out_of_range if r0 + n exceeds the batch.
+TaskBatch slice_rows(const TaskBatch& b, std::size_t r0, std::size_t n);
+/// The number of sequences of `b` (the first dimension of its input), 0 for an empty batch.
+std::size_t batch_rows(const TaskBatch& b);
+/// Views of `b`'s non-empty parts for evaluate_chunked (train/metrics.hpp); `b` must outlive it.
+EvalSet eval_set(const TaskBatch& b);
 
 class Task {
  public:
@@ -118,6 +177,8 @@ class TaskParams {
   int get_int(const std::string& key) const;
   /// A finite real. Throws ConfigError otherwise.
   double get_real(const std::string& key) const;
+  /// An integer in [0, 2^64) (e.g. a seed from Cell::stream_seed). Throws ConfigError otherwise.
+  std::uint64_t get_uint64(const std::string& key) const;
   const std::map<std::string, std::string>& values() const { return values_; }
 
  private:

@@ -3,7 +3,11 @@
 // (adding into Parameter::grad); the loop does the rest: zero grads, divergence check, clipping,
 // learning-rate schedule, optimizer step, per-step callback, progress line, and optional
 // checkpoints (train/checkpoint.hpp) from which a killed run resumes bit for bit.
+// train_loop_accumulate is the same loop with each update accumulated over micro-batches,
+// weighted by the positions each one scores, so a batch too large for memory trains exactly as
+// if it were one.
 #include <cmath>
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
@@ -17,6 +21,8 @@ namespace seqlab {
 
 struct TrainOptions {
   int steps = 0;          // number of optimizer updates, >= 0
+  int micro_batches = 1;  // micro-batches per update (train_loop_accumulate), >= 1; train_loop
+                          // calls its closure once per update and requires 1
   double clip_norm = 0;   // max global gradient norm (clip_grad_norm); 0: off; must be >= 0
   bool quiet = false;     // true: never draw the progress line
   std::string label;      // prefix of the progress line (e.g. "lstm T=100 seed 3")
@@ -88,9 +94,43 @@ struct TrainResult {
 /// null pointer in `params`, an empty loss_and_grad, an invalid schedule (LrSchedule::validate), or
 /// opt.checkpoint.every < 0, or every > 0 with an empty path.
 /// Exceptions thrown by loss_and_grad or on_step propagate (the progress line is ended first).
+/// opt.micro_batches must be 1 (std::invalid_argument otherwise: micro-batches need
+/// train_loop_accumulate, whose closure returns the loss sum and the scored count).
 TrainResult train_loop(const TrainOptions& opt, const std::vector<Parameter*>& params,
                        Optimizer& optim, const LrSchedule& schedule,
                        const std::function<double(int step)>& loss_and_grad,
                        const std::function<void(const StepRecord&)>& on_step = {});
+
+/// What a micro-batch closure returns: the sum of its per-position losses (reduction = sum, e.g.
+/// CrossEntropyLoss(ignore, Reduction::sum) or its sum()) and the number of positions it scored
+/// (CrossEntropyLoss::count(): targets that are not ignore_index). Its backward must be that of
+/// the sum, adding into the grads.
+struct LossSum {
+  double sum = 0;
+  std::size_t count = 0;
+};
+
+/// train_loop with gradient accumulation: each update is made of opt.micro_batches micro-batches
+/// m = 0 .. M−1, for each of which loss_sum_and_grad(step, m) runs forward and backward of the
+/// SUM of its losses and returns {sum_m, count_m}. Step 2 of train_loop becomes
+///   n = Σ_m count_m;   loss = (Σ_m sum_m) / n;   every grad of `params` ← grad / n
+/// (n = 0, nothing scored: loss = Σ_m sum_m = 0 and the grads are left as they are, i.e. zero for
+/// a closure that follows this contract). So the update is the one of the whole batch's mean
+/// over its scored positions, as torch's reduction='mean' over the concatenated batch, whatever
+/// the split: micro-batches with per-position losses [1] and [2, 2, 2] give loss 7 / 4 = 1.75
+/// (not the mean of the means, 1.5) and the gradient of that mean. The grads equal the whole
+/// batch's up to float rounding (sums in another order). If a micro-batch returns a non-finite
+/// sum, the remaining micro-batches of that update are not run and the update diverges (step 3).
+/// Everything else (clipping of the accumulated gradient, schedule, on_step with the update's
+/// loss, checkpoints between updates, divergence, progress) is train_loop's, with the same
+/// guarantees: all micro-batches of an update run between two checkpoints, so a resumed run is
+/// bit for bit an uninterrupted one. With opt.micro_batches = 1 and count = 1 the loop is
+/// exactly train_loop with loss_and_grad(step) = loss_sum_and_grad(step, 0).sum.
+/// Throws std::invalid_argument as train_loop does, and for opt.micro_batches < 1.
+TrainResult train_loop_accumulate(
+    const TrainOptions& opt, const std::vector<Parameter*>& params, Optimizer& optim,
+    const LrSchedule& schedule,
+    const std::function<LossSum(int step, int micro_batch)>& loss_sum_and_grad,
+    const std::function<void(const StepRecord&)>& on_step = {});
 
 }  // namespace seqlab

@@ -8,6 +8,14 @@
 // and updates `value` in place; it never changes `grad`. Arithmetic is float32 element-wise with
 // the scalar coefficients (bias corrections, step sizes) computed in double.
 //
+// Weight decay and parameter groups: an optimizer decays the parameters its decay mask selects
+// (set_weight_decay_mask; by default all of them, as torch.optim given a plain parameter list).
+// make_optimizer selects the matrices only (weight_decay_mask): the rule of nanoGPT's
+// configure_optimizers (karpathy/nanoGPT model.py: "any parameters that is 2D will be weight
+// decayed, otherwise no. i.e. all weight tensors in matmuls + embeddings decay, all biases and
+// layernorms don't"), i.e. torch.optim with two parameter groups, {rank >= 2: weight_decay} and
+// {rank < 2: weight_decay = 0}. OptimizerConfig::decay_all = true decays every parameter.
+//
 // Checkpointing: `state()` returns the step count and the buffers as named flat float vectors,
 // keyed "<parameter index>.<buffer>" as in PyTorch's optimizer state_dict ("0.exp_avg",
 // "0.exp_avg_sq", "3.momentum_buffer"); `load_state()` restores it.
@@ -55,6 +63,13 @@ class Optimizer {
   /// "sgd" | "adam" | "adamw".
   virtual std::string kind() const = 0;
 
+  /// Parameter groups of weight decay: mask[i] says whether params()[i] gets the optimizer's
+  /// weight decay (true) or none (false, as a torch.optim group with weight_decay = 0). Default:
+  /// all true. Throws std::invalid_argument if mask.size() != params().size().
+  void set_weight_decay_mask(std::vector<bool> mask);
+  /// Whether params()[i] is weight-decayed (see set_weight_decay_mask).
+  bool decays(std::size_t i) const { return decay_mask_[i]; }
+
   /// A copy of the step count and all buffers (see OptimizerState).
   OptimizerState state() const;
   /// Restores a state taken from an optimizer of the same kind over parameters of the same sizes.
@@ -76,7 +91,13 @@ class Optimizer {
   std::vector<Parameter*> params_;
   float lr_;
   std::int64_t step_ = 0;
+  std::vector<bool> decay_mask_;  // one per parameter, all true unless set_weight_decay_mask
 };
+
+/// The weight-decay groups of nanoGPT's configure_optimizers (file comment): true for the
+/// parameters of rank >= 2 (Linear, Embedding, attention, recurrent and convolution weights),
+/// false for rank 0 and 1 (biases, norm gains and shifts); all true when decay_all.
+std::vector<bool> weight_decay_mask(const std::vector<Parameter*>& params, bool decay_all = false);
 
 /// torch.optim.SGD (PyTorch 1.13 docs, algorithm box), per parameter, with g = grad:
 ///   g ← g + weight_decay·θ                       (if weight_decay ≠ 0)
@@ -157,11 +178,15 @@ class AdamW : public AdamBase {
 
 /// Hyperparameters for make_optimizer; each optimizer reads the fields it has
 /// (sgd: lr, momentum, weight_decay; adam/adamw: lr, beta1, beta2, eps, weight_decay).
+/// decay_all: false (default) applies weight_decay to the parameters of rank >= 2 only, true to
+/// every parameter (weight_decay_mask).
 struct OptimizerConfig {
   float lr = 1e-3f, momentum = 0, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0;
+  bool decay_all = false;
 };
 
-/// `name`: "sgd" | "adam" | "adamw" (exact, lower case). Throws std::invalid_argument naming an
+/// `name`: "sgd" | "adam" | "adamw" (exact, lower case), over `params` with the weight-decay
+/// groups weight_decay_mask(params, cfg.decay_all). Throws std::invalid_argument naming an
 /// unknown name, or a bad hyperparameter (from the constructor).
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<Parameter*> params,
                                           const OptimizerConfig& cfg);

@@ -9,12 +9,22 @@
 //       (step 0 gets η/W, step W−1 gets η: linear from η/W to η over W updates)
 //   after warm-up (t > W, or W = 0):
 //     constant:      lr = η
-//     cosine:        lr = η_min + ½(η − η_min)(1 + cos(π·(t − W)/(N − W)))  for t < N,
-//                    lr = η_min for t >= N (the last update, step N−1, uses η_min; so do any later
-//                    ones). Loshchilov & Hutter 2017 (SGDR) eq. 5 with one cycle, after warm-up.
+//     cosine:        lr = η_min + ½(η − η_min)(1 + cos(π·(t − W)/(N − W + 1)))  for t <= N,
+//                    lr = η_min for t > N (updates beyond the planned N).
+//                    This is the closed form of torch.optim.lr_scheduler.CosineAnnealingLR
+//                    (PyTorch 1.13 docs; Loshchilov & Hutter 2017, SGDR eq. 5, one cycle) with
+//                    T_cur = t − W updates since the end of warm-up and T_max = N − W + 1:
+//                    T_cur = 0 is the warm-up's last update (at η; with W = 0, a virtual update
+//                    before the first), and T_cur = T_max, where the rate reaches η_min, would be
+//                    the update after the last. So every update of the phase moves the
+//                    parameters, the last one (t = N) with η_min + ½(η − η_min)(1 − cos(π/T_max))
+//                    > η_min, also when η_min = 0 (with T_max = N − W the last update would use
+//                    η_min: a no-op for η_min = 0).
 //     inverse_sqrt:  lr = η · sqrt(W / t). With the warm-up this is η·min(t/W, sqrt(W/t)), the form
 //                    of Vaswani et al. 2017 eq. 3 (there η = d_model^-0.5 · W^-0.5, steps from 1).
 // Both cosine and inverse_sqrt equal η at t = W, so the curve is continuous.
+// Example: cosine, η = 1, η_min = 0, W = 0, N = 4: steps 0..3 get ½(1 + cos(kπ/5)), k = 1..4:
+// 0.905, 0.655, 0.345, 0.095.
 #include <string>
 
 namespace seqlab {

@@ -1,0 +1,307 @@
+"""The verdict vocabulary of the report and its rules, the same for every claim.
+
+Every plot script's verdicts() builds its rows with these functions; plots/make_report.py renders
+them. A verdict is one of KINDS:
+
+  holds / fails                 only on positive evidence: the effect's 95 % interval beyond the
+                                margin in the claimed direction (holds) or the opposite one
+                                (fails); where the claim predicts a difference, equivalence shown
+                                within the margin (the whole interval inside ±margin) also fails;
+                                where it predicts no difference, the roles swap;
+  inconclusive: ceiling         every compared arm is within the margin of the task's optimum;
+  inconclusive: floor           every compared arm is within the margin of the baseline (the best
+                                predictor that ignores the dependency), or below it;
+  inconclusive: not converged   a training curve that could overturn the verdict is still moving
+                                at its end (seqlab_stats.convergence: the last 20 % of the logged
+                                steps);
+  inconclusive                  the interval straddles the margin (the reason names it), or there
+                                are fewer than MIN_SEEDS paired seeds;
+  depends on …                  the data show a condition: the claim holds at one setting and fails
+                                (or is equivalent) at another;
+  by construction               what the code guarantees (sequential-step counts, LayerNorm's
+                                identical train/eval modes, the PE·PE identity): shown, not
+                                counted as evidence.
+
+The checks run in that order (ceiling and floor first: at the ceiling a difference cannot show).
+Each verdict carries the test used, the effect with its interval, the margin and the artifact
+checks ceiling / floor / converged / controls matched, each 'yes', 'no' or 'n.a.' (converged may
+also be 'unclear': the end slope's interval straddles the tolerance).
+"""
+import math
+from dataclasses import dataclass, field
+
+import seqlab_stats as ss
+
+HOLDS, FAILS, DEPENDS = "holds", "fails", "depends on"
+CEILING, FLOOR, NOT_CONVERGED = "inconclusive: ceiling", "inconclusive: floor", "inconclusive: not converged"
+INCONCLUSIVE, BY_CONSTRUCTION = "inconclusive", "by construction"
+KINDS = (HOLDS, FAILS, DEPENDS, CEILING, FLOOR, NOT_CONVERGED, INCONCLUSIVE, BY_CONSTRUCTION)
+MIN_SEEDS = 3  # fewer paired seeds than this: inconclusive, whatever the interval
+CHECKS = ("ceiling", "floor", "converged", "controls")
+
+# The claim an effect is judged against (the effect's sign as the caller defines it):
+GREATER = "greater"    # predicts effect > +margin
+LESS = "less"          # predicts effect < −margin
+DIFFER = "differ"      # predicts |effect| > margin, either sign
+EQUAL = "equal"        # predicts |effect| <= margin
+NO_WORSE = "no_worse"  # predicts effect >= −margin (non-inferiority)
+CLAIMS = (GREATER, LESS, DIFFER, EQUAL, NO_WORSE)
+
+# Where the interval lies relative to ±margin, ordered from low to high.
+BELOW, WITHIN, ABOVE, STRADDLE = "below", "within", "above", "straddles"
+_ORDER = {BELOW: 0, WITHIN: 1, ABOVE: 2}
+_BY_REGION = {
+    GREATER: {ABOVE: HOLDS, BELOW: FAILS, WITHIN: FAILS},
+    LESS: {BELOW: HOLDS, ABOVE: FAILS, WITHIN: FAILS},
+    DIFFER: {ABOVE: HOLDS, BELOW: HOLDS, WITHIN: FAILS},
+    EQUAL: {WITHIN: HOLDS, ABOVE: FAILS, BELOW: FAILS},
+    NO_WORSE: {ABOVE: HOLDS, WITHIN: HOLDS, BELOW: FAILS},
+}
+
+
+def yes_no(flag):
+    """'yes' / 'no' / 'n.a.' (None) for a check."""
+    return "n.a." if flag is None else ("yes" if flag else "no")
+
+
+@dataclass
+class Verdict:
+    """kind: one of KINDS; reason: why, one clause; condition: what a 'depends on' verdict depends
+    on; test: the test used; effect: the effect with its interval (text); margin: the margin
+    (text); checks: {ceiling, floor, converged, controls: 'yes' | 'no' | 'n.a.' | 'unclear'}."""
+    kind: str
+    reason: str = ""
+    condition: str = ""
+    test: str = ""
+    effect: str = ""
+    margin: str = ""
+    checks: dict = field(default_factory=lambda: {c: "n.a." for c in CHECKS})
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"Verdict: kind must be one of {KINDS}, got {self.kind!r}")
+        self.checks = {c: self.checks.get(c, "n.a.") for c in CHECKS}
+
+    @property
+    def text(self):
+        """The verdict as the report shows it: the kind, or 'depends on <condition>'."""
+        return f"{DEPENDS} {self.condition}" if self.kind == DEPENDS else self.kind
+
+    def row(self, claim, measured, anchor, rule):
+        """The report row of plots/make_report.py: the four texts, the verdict and its parts."""
+        return dict(claim=claim, measured=measured, anchor=anchor, rule=rule, verdict=self.text,
+                    kind=self.kind, reason=self.reason, test=self.test, effect=self.effect,
+                    margin=self.margin, checks=dict(self.checks))
+
+
+def region(lo, hi, margin):
+    """Where [lo, hi] lies relative to ±margin: ABOVE (lo > m), BELOW (hi < −m), WITHIN
+    (−m <= lo and hi <= m) or STRADDLE."""
+    if lo > margin:
+        return ABOVE
+    if hi < -margin:
+        return BELOW
+    if lo >= -margin and hi <= margin:
+        return WITHIN
+    return STRADDLE
+
+
+def at_ceiling(levels, optimum, margin, higher_is_better=True):
+    """Every level (arm means, at every setting compared) within `margin` of the optimum; None if
+    there is no optimum (nan/None) or no level."""
+    levels = [v for v in levels if v is not None and not math.isnan(v)]
+    if optimum is None or math.isnan(optimum) or not levels:
+        return None
+    return all((optimum - v if higher_is_better else v - optimum) <= margin for v in levels)
+
+
+def at_floor(levels, baseline, margin, higher_is_better=True):
+    """Every level within `margin` of the baseline or worse than it; None without a baseline."""
+    levels = [v for v in levels if v is not None and not math.isnan(v)]
+    if baseline is None or math.isnan(baseline) or not levels:
+        return None
+    return all((v - baseline if higher_is_better else baseline - v) <= margin for v in levels)
+
+
+def _converged_check(*states):
+    """'no' if any curve is moving, 'unclear' if none is moving but one is unclear, 'yes' if all
+    known are flat, 'n.a.' without curves. States: 'moving' | 'flat' | 'unclear' | None."""
+    known = [s for s in states if s is not None]
+    if not known:
+        return "n.a."
+    if "moving" in known:
+        return "no"
+    return "unclear" if "unclear" in known else "yes"
+
+
+def decide(effect, margin, claim, *, unit="", test=None, ceiling=None, floor=None,
+           moving_up=None, moving_down=None, controls=None, min_n=MIN_SEEDS, digits=3,
+           margin_text=None, levels="", level_margin=None):
+    """The verdict on one effect (a seqlab_stats.Estimate) against a claim in CLAIMS with `margin`.
+
+    ceiling / floor: the caller's at_ceiling / at_floor of the compared arms (True, False, None).
+    moving_up / moving_down: the convergence state ('moving', 'flat', 'unclear' or None) of the
+    arm whose further improvement would raise / lower the effect (for effect = a − b of a
+    higher-is-better metric: a's and b's). A decided verdict becomes 'inconclusive: not converged'
+    when an arm whose improvement could move the interval into a region of another verdict is
+    still moving; an undecided one names the moving curve. controls: whether the compared arms'
+    controls (parameters within ±5 %, same examples and supervised positions) are matched.
+    Fewer than `min_n` replicates (an Estimate's n; ranges and exact values count as enough when
+    min_n is 1): inconclusive. levels: the arms' levels against the optimum or baseline, as text
+    for the ceiling / floor reason (e.g. 'means 0.999, 1.000; optimum 1'); level_margin: the
+    margin of those checks when it is not the effect's (e.g. a level margin beside a slope margin)."""
+    if claim not in CLAIMS:
+        raise ValueError(f"decide: claim must be one of {CLAIMS}, got {claim!r}")
+    m_txt = margin_text or (f"±{margin:g}" + (f" {unit}" if unit else ""))
+    checks = dict(ceiling=yes_no(ceiling), floor=yes_no(floor),
+                  converged=_converged_check(moving_up, moving_down), controls=yes_no(controls))
+    base = dict(test=test or effect.method, effect=effect.text(digits, unit), margin=m_txt, checks=checks)
+    lv = f" ({levels})" if levels else ""
+    lm = m_txt if level_margin is None else f"{level_margin:g}"
+    if ceiling:
+        return Verdict(CEILING, f"every compared arm is within {lm} of the optimum{lv}", **base)
+    if floor:
+        return Verdict(FLOOR, f"every compared arm is within {lm} of the baseline or below it{lv}", **base)
+    if effect.n < min_n or not effect.known:
+        return Verdict(INCONCLUSIVE, f"{effect.n} replicate(s); the rule needs {min_n}", **base)
+    r = region(effect.lo, effect.hi, margin)
+    iv = f"[{effect.lo:.{digits}g}, {effect.hi:.{digits}g}]"
+    if r == STRADDLE:
+        if "moving" in (moving_up, moving_down):
+            return Verdict(NOT_CONVERGED, f"the interval {iv} straddles {m_txt} and a curve is still "
+                           "moving at the end", **base)
+        unclear = " (a curve's end slope is unclear)" if "unclear" in (moving_up, moving_down) else ""
+        return Verdict(INCONCLUSIVE, f"the interval {iv} straddles {m_txt}{unclear}", **base)
+    kind = _BY_REGION[claim][r]
+    # Could a still-moving arm carry the interval into a region of another verdict?
+    up = [q for q in _ORDER if _ORDER[q] > _ORDER[r]]
+    down = [q for q in _ORDER if _ORDER[q] < _ORDER[r]]
+    if (moving_up == "moving" and any(_BY_REGION[claim][q] != kind for q in up)) or \
+            (moving_down == "moving" and any(_BY_REGION[claim][q] != kind for q in down)):
+        return Verdict(NOT_CONVERGED, f"the interval {iv} is {r} {m_txt}, but a curve that could "
+                       f"change that is still moving at the end", **base)
+    where = ({ABOVE: "above 0", BELOW: "below 0", WITHIN: "at 0"} if margin == 0 else
+             {ABOVE: f"above +{margin:.3g}", BELOW: f"below −{margin:.3g}", WITHIN: f"within {m_txt}"})[r]
+    return Verdict(kind, f"the interval {iv} lies {where}", **base)
+
+
+def decide_rank(result, claim, *, alpha=1 - ss.LEVEL, test=None, effect=None, ceiling=None,
+                floor=None, controls=None):
+    """The verdict of a censored rank test (seqlab_stats.gehan_test or sign_test) of 'a earlier
+    than b': claim GREATER (a reaches the target earlier) or LESS (later). Holds if the one-sided
+    p in the claimed direction is <= alpha (5 %), fails if the one in the opposite direction is;
+    else inconclusive. The margin is the direction (a rank test has no effect size)."""
+    if claim not in (GREATER, LESS):
+        raise ValueError(f"decide_rank: claim must be {GREATER!r} or {LESS!r}, got {claim!r}")
+    p_claim, p_other = ((result.p_a_earlier, result.p_b_earlier) if claim == GREATER
+                        else (result.p_b_earlier, result.p_a_earlier))
+    eff = effect or (f"a earlier in {result.a_earlier}, later in {result.b_earlier}, undecided in "
+                     f"{result.undecided} of {result.a_earlier + result.b_earlier + result.undecided} "
+                     f"comparisons (concordance {result.concordance:+.2f})")
+    base = dict(test=test or result.method, effect=eff, margin=f"direction only (one-sided α = {alpha:g})",
+                checks=dict(ceiling=yes_no(ceiling), floor=yes_no(floor), converged="n.a.",
+                            controls=yes_no(controls)))
+    if ceiling:
+        return Verdict(CEILING, "every compared arm is within the margin of the optimum", **base)
+    if floor:
+        return Verdict(FLOOR, "every compared arm is within the margin of the baseline", **base)
+    if p_claim <= alpha:
+        return Verdict(HOLDS, f"one-sided p = {p_claim:.3g} <= {alpha:g} in the claimed direction", **base)
+    if p_other <= alpha:
+        return Verdict(FAILS, f"one-sided p = {p_other:.3g} <= {alpha:g} in the opposite direction", **base)
+    return Verdict(INCONCLUSIVE, f"one-sided p = {p_claim:.3g} (claimed direction) and "
+                   f"{p_other:.3g} (opposite) both above {alpha:g}", **base)
+
+
+def by_construction(guaranteed, what, *, shown, test="counted / computed by the implementation",
+                    effect="", margin="exact"):
+    """A property the code guarantees: 'by construction' (shown, not counted as evidence) when the
+    data show it (`shown` True); 'fails' when they contradict it — the implementation does not do
+    what it documents, a defect to fix, not a finding about the claim. guaranteed: what guarantees
+    it; what: what the data show."""
+    kind = BY_CONSTRUCTION if shown else FAILS
+    reason = (f"{guaranteed}; the data show it: {what}" if shown
+              else f"{guaranteed}, but the data contradict it: {what} (an implementation defect)")
+    return Verdict(kind, reason, test=test, effect=effect, margin=margin)
+
+
+def measured(kind, reason, *, test, effect="", margin="", checks=None):
+    """A verdict decided by an exact computation or a stated threshold outside decide() (e.g. a
+    closed form against claimed numbers): the kind and reason as given."""
+    return Verdict(kind, reason, test=test, effect=effect, margin=margin, checks=checks or {})
+
+
+# The values of a check that flag an artifact, most serious first, and the value that clears it.
+_BAD = dict(ceiling=("yes",), floor=("yes",), converged=("no", "unclear"), controls=("no",))
+_OK = dict(ceiling="no", floor="no", converged="yes", controls="yes")
+
+
+def _merge_checks(parts):
+    """Per check, over the parts: a flagging value (ceiling / floor 'yes', converged 'no' or
+    'unclear', controls 'no') with the parts it applies to named unless it applies to all, e.g.
+    'yes (GRU)'; else the clearing value when any part has it; else 'n.a.'."""
+    out = {}
+    for c in CHECKS:
+        vals = {label: v.checks[c] for label, v in parts}
+        bad = next((b for b in _BAD[c] if b in vals.values()), None)
+        if bad is not None:
+            named = [lab for lab, x in vals.items() if x == bad]
+            out[c] = bad if len(named) == len(vals) else f"{bad} ({', '.join(named)})"
+        else:
+            out[c] = _OK[c] if _OK[c] in vals.values() else "n.a."
+    return out
+
+
+def combine(parts, condition=None, test=None, margin=None):
+    """One verdict from the verdicts of the parts of a claim (parts = [(label, Verdict)], e.g. one
+    per recurrent cell or per learning rate):
+      all 'by construction' -> by construction;  all 'holds' -> holds;
+      some hold and some fail, with a `condition` named -> 'depends on <condition>: holds for …;
+      fails for …';  otherwise any 'fails' -> fails (a claim about every part fails on one);
+      parts that hold or depend on a condition -> depends on (their conditions);
+      otherwise inconclusive: the shared inconclusive kind if every undecided part has the same,
+      else plain, with each part's verdict in the reason."""
+    if not parts:
+        raise ValueError("combine: no parts")
+    kinds = [v.kind for _, v in parts]
+
+    def listing(sel):  # 'holds for LSTM, GRU' per distinct verdict, in order of appearance
+        groups = {}
+        for lab, v in parts:
+            if sel(v):
+                groups.setdefault(v.text, []).append(lab)
+        return "; ".join(f"{t} for {', '.join(labs)}" for t, labs in groups.items())
+    every = "; ".join(f"{lab}: {v.text} ({v.reason})" for lab, v in parts)
+    base = dict(test=test or "; ".join(dict.fromkeys(v.test for _, v in parts if v.test)),
+                effect="; ".join(f"{lab}: {v.effect}" for lab, v in parts if v.effect),
+                margin=margin or "; ".join(dict.fromkeys(v.margin for _, v in parts if v.margin)),
+                checks=_merge_checks(parts))
+    if all(k == BY_CONSTRUCTION for k in kinds):
+        return Verdict(BY_CONSTRUCTION, every, **base)
+    if all(k == HOLDS for k in kinds):
+        return Verdict(HOLDS, every, **base)
+    if condition and HOLDS in kinds and FAILS in kinds:
+        cond = (f"{condition}: {listing(lambda v: v.kind == HOLDS)}; "
+                f"{listing(lambda v: v.kind == FAILS)}")
+        rest = listing(lambda v: v.kind not in (HOLDS, FAILS))
+        return Verdict(DEPENDS, every, condition=cond + (f"; {rest}" if rest else ""), **base)
+    if FAILS in kinds:
+        return Verdict(FAILS, every, **base)
+    if DEPENDS in kinds and all(k in (HOLDS, DEPENDS) for k in kinds):
+        return Verdict(DEPENDS, every, condition="; ".join(v.condition for _, v in parts if v.kind == DEPENDS),
+                       **base)
+    undecided = {k for k in kinds if k not in (HOLDS, BY_CONSTRUCTION, DEPENDS)}
+    kind = undecided.pop() if len(undecided) == 1 else INCONCLUSIVE
+    return Verdict(kind, every, **base)
+
+
+def counts(rows):
+    """'holds 2, fails 1, inconclusive: ceiling 3; by construction 1 (shown, not counted)' for
+    report rows (their 'kind'); kinds with no row are left out; by construction is listed apart
+    because it is not evidence."""
+    n = {k: sum(r.get("kind") == k for r in rows) for k in KINDS}
+    ev = [f"{k} {n[k]}" for k in KINDS if k != BY_CONSTRUCTION and n[k]]
+    out = ", ".join(ev) if ev else "no evidence rows"
+    if n[BY_CONSTRUCTION]:
+        out += f"; {BY_CONSTRUCTION} {n[BY_CONSTRUCTION]} (shown, not counted as evidence)"
+    return out
