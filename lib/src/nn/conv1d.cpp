@@ -131,7 +131,11 @@ void Conv1d::pack_weight() {
 
 std::size_t Conv1d::chunk_rows() const {
   const std::size_t width = k_ * std::max(in_, out_);  // floats per row of either column matrix
-  const std::size_t rows = kChunkBytes / (sizeof(float) * width) / kSplitGemmRowBlock * kSplitGemmRowBlock;
+  const std::size_t by_bytes = kChunkBytes / (sizeof(float) * width);
+  // OpenBLAS packs the [out, k·in] (or [k·out, in]) weights once per block, as much as the columns
+  // of max(in, out) rows: kWeightPackRatio times that many rows keep it a small share.
+  const std::size_t by_weights = kWeightPackRatio * std::max(in_, out_);
+  const std::size_t rows = std::max(by_bytes, by_weights) / kSplitGemmRowBlock * kSplitGemmRowBlock;
   return std::max(kSplitGemmRowBlock, rows);
 }
 

@@ -94,10 +94,12 @@ class Conv1d : public Module {
   std::size_t left_padding() const { return causal_ ? (k_ - 1) * d_ : (k_ - 1) * d_ / 2; }
   /// Inputs that one output sees: (k−1)·d + 1.
   std::size_t receptive_field() const { return (k_ - 1) * d_ + 1; }
-  /// Rows per block of the im2col GEMMs (file comment): the largest multiple of 48 rows whose
-  /// unfolded columns (k·max(in, out) floats a row) fit in kChunkBytes, at least 48.
+  /// Rows per block of the im2col GEMMs (file comment): as many rows as have kChunkBytes of
+  /// unfolded columns (k·max(in, out) floats a row), or kWeightPackRatio·max(in, out) rows if that
+  /// is more (the weights are packed once per block), rounded down to a multiple of 48, at least 48.
   std::size_t chunk_rows() const;
   static constexpr std::size_t kChunkBytes = 256 * 1024;
+  static constexpr std::size_t kWeightPackRatio = 16;
 
   Parameter weight;    // "weight" [out, in, k] (derived from g, v under weight norm)
   Parameter bias;      // "bias" [out] ([0] and unlisted when bias = false)
