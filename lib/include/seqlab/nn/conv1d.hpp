@@ -35,9 +35,8 @@
 // stay in the core's cache between their copy and the GEMM that reads them) and are split over
 // the thread budget like a large GEMM's rows (core/gemm.hpp, for_gemm_rows); the blocks' dW̃q are
 // added in block order, so the split itself changes no result. k = 1 reads x (and dy) in place.
-// Measured against the alternative of one GEMM per tap over a zero-padded copy of the input
-// (y += x_shifted · W_jᵀ, K = in): more instructions at 11–64 channels, kernel 2–8
-// (experiments/bench/README.md).
+// The alternative, one GEMM per tap over a zero-padded copy of the input (y += x_shifted · W_jᵀ),
+// runs k products of inner dimension in (11–64 channels in the experiments) instead of one of k·in.
 // Memory: the cache holds a copy of x only; the unfolded blocks are per-call scratch (a block of
 // k·max(in, out) floats a row per thread), so a deep TCN does not keep k·T·C floats per convolution.
 //
