@@ -91,13 +91,6 @@ void as_key_error(const Cell& c, const std::map<std::string, std::string>& keys,
   }
 }
 
-void require_kernel(const Cell& c, const std::string& key, const std::string& kernel) {
-  if (!kernel_available(kernel))
-    throw experiment::ConfigError(key + ": invalid value '" + c.get_string(key) + "': '" + kernel +
-                                  "' is not in this build (its MultiheadAttention has no kernel switch); "
-                                  "expected materialised");
-}
-
 /// Every (stack, batch, seq_len) the cell times must be a valid stack whose analytic activation
 /// memory (the materialised kernel's, the larger) is within max_activation_gib.
 void check_point(const Cell& c, const std::string& key, const std::string& model, std::size_t D, std::size_t h,
@@ -129,8 +122,6 @@ void validate(const Cell& c) {
   if (D % h != 0)
     throw experiment::ConfigError("n_heads: invalid value '" + std::to_string(h) + "': must divide d_model = " +
                                   std::to_string(D) + "; expected a divisor of d_model");
-  require_kernel(c, "attention_kernel", c.get_string("attention_kernel"));
-  for (const auto& k : c.get_string_list("memory_kernels")) require_kernel(c, "memory_kernels", k);
   if (c.get_real("crossover_ratio_min") > c.get_real("crossover_ratio_max"))
     throw experiment::ConfigError("crossover_ratio_min: invalid value '" + c.params.text("crossover_ratio_min") +
                                   "': expected a value <= crossover_ratio_max (" +
@@ -215,7 +206,7 @@ int main(int argc, char** argv) {
                     "(recurrent and TCN widths matched to the Transformer layers' parameter count)")
           .one_of({"d_model", "params"}),
       string_option("attention_kernel", "materialised", "kernel of the timed attention (materialised | fused | "
-                    "auto; fused and auto need the library's kernel switch)")
+                    "auto, MultiheadAttention's kernel switch)")
           .one_of({"materialised", "fused", "auto"}),
       choice_list_option("memory_kernels", "materialised", {"materialised", "fused", "auto"},
                          "kernels whose bytes kept for backward are measured at every timed attention point"),

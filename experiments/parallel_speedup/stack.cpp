@@ -11,37 +11,11 @@ using seqlab::Tensor3;
 
 namespace {
 
-// The library's per-head attention kernel switch (MultiheadAttention::set_kernel(AttentionKernel)
-// and uses_fused), found by overload resolution: the int overloads exist only when
-// MultiheadAttention has the switch, so a build without it compiles, and runs the materialised
-// kernel, its only one (kernel_available then admits only "materialised").
-template <class A>
-auto apply_kernel(A& attn, const std::string& name, int) -> decltype(attn.set_kernel(attn.kernel()), bool()) {
-  using K = decltype(attn.kernel());
-  attn.set_kernel(name == "fused" ? K::fused : name == "auto" ? K::automatic : K::materialised);
-  return true;
-}
-template <class A>
-bool apply_kernel(A&, const std::string& name, long) {
-  return name == "materialised";
-}
-template <class A>
-auto fused_at(const A& attn, std::size_t T, bool causal, int) -> decltype(attn.uses_fused(T, T, causal)) {
-  return attn.uses_fused(T, T, causal);
-}
-template <class A>
-bool fused_at(const A&, std::size_t, bool, long) {
-  return false;
-}
-template <class A, class = void>
-struct has_kernel_switch : std::false_type {};
-template <class A>
-struct has_kernel_switch<A, std::void_t<decltype(std::declval<A&>().set_kernel(std::declval<A&>().kernel()))>>
-    : std::true_type {};
-
+/// Sets attn's kernel from an attention_kernel value (seqlab::parse_attention_kernel's names).
 void set_kernel_or_throw(seqlab::MultiheadAttention& attn, const std::string& kernel) {
-  if (!kernel_available(kernel) || !apply_kernel(attn, kernel, 0))
-    throw std::invalid_argument("attention_kernel '" + kernel + "' is not in this build");
+  if (!kernel_available(kernel))
+    throw std::invalid_argument("attention_kernel '" + kernel + "': expected auto, fused or materialised");
+  attn.set_kernel(seqlab::parse_attention_kernel(kernel));
 }
 
 }  // namespace
@@ -75,7 +49,7 @@ std::size_t StackConfig::output_size() const { return is_attention() ? d_model :
 
 bool kernel_available(const std::string& kernel) {
   if (kernel == "materialised") return true;
-  return (kernel == "fused" || kernel == "auto") && has_kernel_switch<seqlab::MultiheadAttention>::value;
+  return kernel == "fused" || kernel == "auto";
 }
 
 bool decodes(const std::string& model) {
@@ -170,10 +144,12 @@ double activation_bytes(const StackConfig& c, double B, double T, bool fused) {
     const double k = static_cast<double>(c.kernel_size);
     for (std::size_t i = 0; i < c.tcn_levels; ++i) {
       const double cin = i == 0 ? D : H;
-      floats += B * T * cin + H * k * cin;   // conv1: input copy, packed weight
-      floats += 3.0 * B * T * H;             // a1, a2, s
-      floats += B * T * H + H * k * H;       // conv2: input copy, packed weight
-      if (cin != H) floats += B * T * cin + H * cin;  // downsample: input copy, packed weight
+      // Each convolution keeps its input and its weights packed twice (W̃ for the forward, W̃q
+      // for the backward: nn/conv1d.hpp).
+      floats += B * T * cin + 2.0 * H * k * cin;  // conv1
+      floats += 3.0 * B * T * H;                  // a1, a2, s
+      floats += B * T * H + 2.0 * H * k * H;      // conv2
+      if (cin != H) floats += B * T * cin + 2.0 * H * cin;  // downsample (kernel 1)
     }
   }
   return 4.0 * floats;
@@ -311,8 +287,8 @@ void LayerStack::set_attention_kernel(const std::string& kernel) {
 
 bool LayerStack::uses_fused(std::size_t T) const {
   const bool causal = cfg_.model == "transformer_decoder";
-  if (!attentions_.empty()) return fused_at(*attentions_.front(), T, causal, 0);
-  if (!encoders_.empty()) return fused_at(encoders_.front()->self_attn, T, causal, 0);
+  if (!attentions_.empty()) return attentions_.front()->uses_fused(T, T, causal);
+  if (!encoders_.empty()) return encoders_.front()->self_attn.uses_fused(T, T, causal);
   return false;
 }
 

@@ -36,7 +36,7 @@
 //   attention dP, dV and dQ, dK), so forward+backward = 3 × forward.
 //
 // Attention kernel (attention_kernel: materialised | fused | auto, the library's per-head kernel
-// switch MultiheadAttention::set_kernel; kernel_available says which this build has): the
+// switch MultiheadAttention::set_kernel): the
 // materialised kernel keeps the probabilities P [B, h, T, T] for backward, the fused one
 // (FlashAttention, Dao et al. 2022) only the log-sum-exp L [B, h, T]; auto picks by seq_len
 // (uses_fused). The same function and FLOPs either way (the fused backward recomputes the scores,
@@ -62,9 +62,10 @@
 //                             + 2·L·B·H (h_n, c_n)
 //                        GRU  L·(3·T·B·H + T·B·H) (gates, W_hn h + b_hn) + B·3H (scratch)
 //                             + L·B·H (h_n)
-//   TCN level i          conv1: input copy B·T·C_{i−1} + packed weight C_i·k·C_{i−1};
-//                        a1, a2, s: 3·B·T·C_i; conv2: input copy B·T·C_i + packed weight C_i·k·C_i;
-//                        downsample (C_{i−1} != C_i): input copy B·T·C_{i−1} + weight C_i·C_{i−1}
+//   TCN level i          conv1: input copy B·T·C_{i−1} + weight packed twice 2·C_i·k·C_{i−1};
+//                        a1, a2, s: 3·B·T·C_i; conv2: input copy B·T·C_i + 2·C_i·k·C_i;
+//                        downsample (C_{i−1} != C_i): input copy B·T·C_{i−1} + 2·C_i·C_{i−1}
+//                        (nn/conv1d.hpp: W̃ for the forward, W̃q for the backward)
 // The memory the backward itself allocates (gradient buffers, reused between calls) is not
 // counted. The experiment also measures the heap growth of the first forward (glibc mallinfo2)
 // and checks it against these formulas (tests/integration/test_parallel_speedup_cli.cpp).
@@ -136,8 +137,7 @@ double decode_step_flops(const StackConfig& cfg, double n);
 /// softmax state of the fused kernel (`fused`) or of the materialised one. Double: no overflow.
 double activation_bytes(const StackConfig& cfg, double B, double T, bool fused = false);
 
-/// Whether this build's attention has `kernel` (file comment): "materialised" always; "fused" and
-/// "auto" when MultiheadAttention has the kernel switch.
+/// Whether `kernel` is an attention_kernel value: materialised, fused or auto.
 bool kernel_available(const std::string& kernel);
 /// The families LayerStack::decode supports: transformer_decoder, rnn, lstm, gru.
 bool decodes(const std::string& model);
