@@ -1,9 +1,10 @@
-// norm_stability's classifier head, evaluation and run summaries (evaluation.hpp).
+// norm_stability's evaluation and statistics of a trained model (evaluation.hpp).
 #include "evaluation.hpp"
 
-#include <algorithm>
-#include <cstdint>
+#include <stdexcept>
+#include <string>
 
+#include "probe.hpp"
 #include "seqlab/core/rows.hpp"
 #include "seqlab/nn/loss.hpp"
 #include "seqlab/train/metrics.hpp"
@@ -12,93 +13,124 @@ namespace norm_stability {
 
 using namespace seqlab;
 
-Tensor2 pool(const Tensor3& logits, const IndexTensor1& lengths) {
-  const std::size_t B = logits.shape()[0], T = logits.shape()[1], K = logits.shape()[2];
-  Tensor2 out = xt::zeros<float>({B, K});
-  for (std::size_t b = 0; b < B; ++b) {
-    const std::size_t L = static_cast<std::size_t>(lengths(b));
-    for (std::size_t k = 0; k < K; ++k) {
-      double s = 0;
-      for (std::size_t t = 0; t < L && t < T; ++t) s += logits(b, t, k);
-      out(b, k) = static_cast<float>(s / static_cast<double>(L));
-    }
-  }
-  return out;
+namespace {
+
+Norm* unwrap(Norm* n) {
+  if (auto* p = dynamic_cast<ProbedNorm*>(n)) return p->inner();
+  return n;
 }
 
-Tensor3 unpool(const Tensor2& d, const IndexTensor1& lengths, std::size_t T) {
-  const std::size_t B = d.shape()[0], K = d.shape()[1];
-  Tensor3 out = xt::zeros<float>({B, T, K});
-  for (std::size_t b = 0; b < B; ++b) {
-    const std::size_t L = static_cast<std::size_t>(lengths(b));
-    for (std::size_t t = 0; t < L && t < T; ++t)
-      for (std::size_t k = 0; k < K; ++k) out(b, t, k) = d(b, k) / static_cast<float>(L);
-  }
-  return out;
+bool keeps_statistics(Norm* n) {
+  return dynamic_cast<BatchNorm*>(n) != nullptr || dynamic_cast<PowerNorm*>(n) != nullptr;
 }
 
-Metrics evaluate(TransformerModel& model, ProbedNorm& probe, const TaskBatch& test, bool train_mode,
-                 std::size_t chunk) {
-  struct Saved {
-    Tensor1 mean, var;
-    std::int64_t n;
+double frobenius(const Array& g) {
+  double s = 0;
+  for (float v : g) s += static_cast<double>(v) * v;
+  return std::sqrt(s);
+}
+
+}  // namespace
+
+std::vector<Norm*> stat_norms(TransformerModel& model) {
+  std::vector<Norm*> out;
+  auto add = [&](Norm* n) {
+    if (n == nullptr) return;
+    n = unwrap(n);
+    if (keeps_statistics(n)) out.push_back(n);
   };
-  const std::vector<BatchNorm*> bns = batch_norms(model);
-  std::vector<Saved> saved;
-  for (auto* bn : bns) saved.push_back({bn->running_mean, bn->running_var, bn->num_batches_tracked});
-  probe.set_enabled(false);
-  model.set_training(train_mode);
-  const std::size_t n = batch_rows(test);
-  CrossEntropyLoss ce;
-  ScoreSums sums;
-  for (std::size_t b0 = 0; b0 < n; b0 += chunk) {
-    const TaskBatch s = slice_rows(test, b0, std::min(chunk, n - b0));
-    model.set_padding(&s.padding);
-    const Tensor2 logits = pool(model.forward(s.tokens), s.lengths);
-    model.set_padding(nullptr);
-    score_classes(ce, logits, ids_of(s.targets), sums);  // targets [nb, 1]: the labels
+  for (auto& layer : model.layers) {
+    add(layer->norm1.get());
+    add(layer->norm2.get());
   }
-  for (std::size_t i = 0; i < bns.size(); ++i) {
-    bns[i]->running_mean = saved[i].mean;
-    bns[i]->running_var = saved[i].var;
-    bns[i]->num_batches_tracked = saved[i].n;
-  }
-  model.set_training(true);
-  return {sums.accuracy(), sums.mean_loss()};
+  add(model.final_norm.get());
+  return out;
 }
 
-RunSummary summarize(const std::vector<double>& losses, const std::vector<double>& grad_norms,
-                     const std::vector<ProbeStats>& stats, int steps, std::size_t window) {
-  RunSummary r;
-  const std::size_t half = static_cast<std::size_t>(steps) / 2;
-  double sq = 0, m = 0, v = 0, sh = 0;
-  std::size_t n_sq = 0, n = 0;
-  for (std::size_t t = half; t < losses.size(); ++t) {
-    if (t > 0) {
-      const double dl = losses[t] - losses[t - 1];
-      sq += dl * dl;
-      ++n_sq;
+Metrics evaluate(TransformerModel& model, const TaskBatch& test, bool train_mode, std::size_t chunk) {
+  StateDict saved;
+  if (train_mode) saved = model.state_dict();
+  model.set_training(train_mode);
+  const ScoreSums s = evaluate_chunked(model, eval_set(test), chunk);
+  if (train_mode) model.load_state_dict(saved);
+  model.set_training(false);
+  return {s.mean_loss(), s.accuracy(), s.n};
+}
+
+void calibrate(TransformerModel& model, const std::vector<TaskBatch>& calib) {
+  const std::vector<Norm*> norms = stat_norms(model);
+  if (norms.empty() || calib.empty()) {
+    model.set_training(false);
+    return;
+  }
+  const StateDict start = model.state_dict();
+  // Per layer, the sums of the batch statistics (BatchNorm: mean, unbiased variance; PowerNorm:
+  // quadratic mean), in double.
+  std::vector<std::vector<double>> sum_a(norms.size()), sum_b(norms.size());
+  for (std::size_t i = 0; i < norms.size(); ++i) {
+    sum_a[i].assign(norms[i]->dim(), 0.0);
+    sum_b[i].assign(norms[i]->dim(), 0.0);
+  }
+  for (const TaskBatch& b : calib) {
+    model.load_state_dict(start);
+    model.set_training(true);
+    model.set_padding(b.padding.size() ? &b.padding : nullptr);
+    (void)model.forward(b.tokens);
+    model.set_padding(nullptr);
+    for (std::size_t i = 0; i < norms.size(); ++i) {
+      if (auto* bn = dynamic_cast<BatchNorm*>(norms[i])) {
+        const auto& st = bn->last_batch_stats();
+        const double n = static_cast<double>(st.count);
+        for (std::size_t j = 0; j < bn->dim(); ++j) {
+          sum_a[i][j] += st.mean(j);
+          sum_b[i][j] += st.var(j) * n / (n - 1);  // unbiased, as running_var
+        }
+      } else if (auto* pn = dynamic_cast<PowerNorm*>(norms[i])) {
+        for (std::size_t j = 0; j < pn->dim(); ++j) sum_a[i][j] += pn->last_batch_phi()(j);
+      }
     }
-    m += stats[t].mu_dev;
-    v += stats[t].var_dev;
-    sh += stats[t].pad_mean_shift;
-    ++n;
   }
-  if (n_sq > 0) r.loss_volatility = std::sqrt(sq / (2.0 * static_cast<double>(n_sq)));
-  if (n > 0) {
-    r.mu_dev_late = m / n;
-    r.var_dev_late = v / n;
-    r.pad_mean_shift_late = sh / n;
+  model.load_state_dict(start);
+  const double k = static_cast<double>(calib.size());
+  for (std::size_t i = 0; i < norms.size(); ++i) {
+    if (auto* bn = dynamic_cast<BatchNorm*>(norms[i])) {
+      for (std::size_t j = 0; j < bn->dim(); ++j) {
+        bn->running_mean(j) = static_cast<float>(sum_a[i][j] / k);
+        bn->running_var(j) = static_cast<float>(sum_b[i][j] / k);
+      }
+    } else if (auto* pn = dynamic_cast<PowerNorm*>(norms[i])) {
+      for (std::size_t j = 0; j < pn->dim(); ++j) pn->running_phi(j) = static_cast<float>(sum_a[i][j] / k);
+    }
   }
-  if (!losses.empty()) {
-    const std::size_t k = std::min<std::size_t>(window, losses.size());
-    double s = 0;
-    for (std::size_t t = losses.size() - k; t < losses.size(); ++t) s += losses[t];
-    r.final_train_loss = s / static_cast<double>(k);
+  model.set_training(false);
+}
+
+std::vector<std::vector<double>> init_gradient_norms(TransformerModel& model,
+                                                     const std::vector<TaskBatch>& batches) {
+  const std::size_t L = model.layers.size();
+  std::vector<std::vector<double>> out(L, std::vector<double>(2, 0.0));
+  if (batches.empty()) return out;
+  const StateDict start = model.state_dict();
+  CrossEntropyLoss ce;
+  model.set_training(true);
+  for (const TaskBatch& b : batches) {
+    model.load_state_dict(start);
+    model.zero_grad();
+    const std::size_t B = b.tokens.shape()[0], T = b.tokens.shape()[1];
+    const Tensor3 logits = model.forward(b.tokens);
+    (void)ce.forward(rows_of(logits), ids_of(b.targets));
+    model.backward(unrows(ce.backward(), B, T));
+    for (std::size_t l = 0; l < L; ++l)
+      for (const auto& np : model.layers[l]->named_parameters()) {
+        if (np.key == "linear2.weight") out[l][0] += frobenius(np.param->grad);
+        if (np.key == "self_attn.in_proj_weight") out[l][1] += frobenius(np.param->grad);
+      }
   }
-  for (double g : grad_norms) r.grad_norm_max = std::isnan(r.grad_norm_max) ? g : std::max(r.grad_norm_max, g);
-  if (!grad_norms.empty()) r.grad_norm_first = grad_norms.front();
-  return r;
+  model.zero_grad();
+  model.load_state_dict(start);
+  for (auto& row : out)
+    for (double& v : row) v /= static_cast<double>(batches.size());
+  return out;
 }
 
 }  // namespace norm_stability

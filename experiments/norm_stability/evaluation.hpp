@@ -1,54 +1,62 @@
 #pragma once
-// norm_stability's classifier head and evaluation (main.cpp): the class logits are the mean of
-// the per-position logits over each sequence's real positions (pool, unpool), scored on a fixed
-// test set in train mode (batch statistics) or eval mode (running statistics); and the per-run
-// summaries of the training histories. Columns: README.md beside this file.
+// norm_stability's evaluation of a trained model on a fixed token-level test set in the four ways
+// the BatchNorm studies compare (README.md "Method"), and the statistics a norm keeps.
 //
-// Legend: B batch, T seq_len, K n_classes, L_b the real length of row b (TaskBatch::lengths).
+//   eval     the running statistics training kept (BatchNorm's running mean and variance,
+//            PowerNorm's running quadratic mean): what inference uses;
+//   train    every chunk of `chunk` rows (the training batch size) normalised with its own batch
+//            statistics, as in training (the running statistics are restored afterwards);
+//   precise  "precise BN" (Wu & Johnson 2021, "Rethinking 'Batch' in BatchNorm", §3.1; fvcore's
+//            update_bn_stats): the running statistics replaced by the equal-weight average, over
+//            K calibration batches (of the training batch size) drawn from a stated distribution with the final weights, of
+//            each layer's batch statistics (BatchNorm: batch means and unbiased batch variances;
+//            PowerNorm: batch quadratic means), then eval mode. Calibrated on the training
+//            distribution it measures what the running average's lag and noise cost; calibrated
+//            on the test set's own padding share ("recal") what a shift between the training and
+//            the test distribution costs through the statistics alone.
+// Per-position norms (LayerNorm, RMSNorm, none) keep no statistics: the four are the same
+// computation for them.
+//
+// Legend: B batch, T seq_len, D d_model.
 #include <cmath>
 #include <cstddef>
 #include <vector>
 
-#include "probe.hpp"
-#include "seqlab/core/tensor.hpp"
 #include "seqlab/models/transformer_model.hpp"
+#include "seqlab/nn/norm.hpp"
 #include "seqlab/tasks/task.hpp"
 
 namespace norm_stability {
 
-/// logits [B, T, K] -> class logits [B, K]: row b's mean over its real positions t < L_b
-/// (summed in double in t order). With a linear per-position head this is the head applied to the
-/// mean-pooled features.
-seqlab::Tensor2 pool(const seqlab::Tensor3& logits, const seqlab::IndexTensor1& lengths);
-/// d(class logits) [B, K] -> d(logits) [B, T, K]: d/L_b at real positions, 0 at padded ones.
-seqlab::Tensor3 unpool(const seqlab::Tensor2& d, const seqlab::IndexTensor1& lengths, std::size_t T);
-
 struct Metrics {
-  double accuracy = NAN;  // fraction of sequences whose argmax class is the label
-  double loss = NAN;      // mean cross-entropy, nats
+  double loss = NAN;      // mean cross-entropy over the scored positions, nats
+  double accuracy = NAN;  // fraction of scored positions whose argmax is the target
+  std::size_t n = 0;      // scored positions
 };
 
-/// The model on `test` (a majority batch: tokens, padding, targets [B, 1], lengths), in chunks of
-/// `chunk` sequences (the training batch size), in train mode (BatchNorm normalises with the
-/// statistics of each chunk, as in training; its running statistics are restored afterwards) or
-/// eval mode (running statistics). Both modes use the same chunks, so for norms without batch
-/// statistics they are the same computation, bit for bit. Scored by score_classes
-/// (train/metrics.hpp: argmax as torch.argmax; a sequence whose loss is not finite, e.g. NaN
-/// logits, is wrong). The probe is disabled; leaves the model in train mode.
-Metrics evaluate(seqlab::TransformerModel& model, ProbedNorm& probe, const seqlab::TaskBatch& test,
-                 bool train_mode, std::size_t chunk);
+/// The norms of the model that keep batch statistics (BatchNorm and PowerNorm; through a
+/// ProbedNorm, probe.hpp), in layer order (norm1, norm2 of each layer, then the final norm).
+std::vector<seqlab::Norm*> stat_norms(seqlab::TransformerModel& model);
 
-/// A run's summaries of its per-update histories (README.md "Per run").
-struct RunSummary {
-  double loss_volatility = NAN;      // sqrt(mean((l_t - l_{t-1})^2) / 2), second half of the steps
-  double mu_dev_late = NAN, var_dev_late = NAN, pad_mean_shift_late = NAN;  // second-half means
-  double final_train_loss = NAN;     // mean loss of the last `window` updates
-  double grad_norm_first = NAN, grad_norm_max = NAN;
-};
+/// The model on `test` in eval mode, or in train mode (batch statistics of chunks of `chunk`
+/// rows; every buffer is restored afterwards). The model is left in eval mode; the probe (if any)
+/// must be disabled. Throws what evaluate_chunked throws.
+Metrics evaluate(seqlab::TransformerModel& model, const seqlab::TaskBatch& test, bool train_mode,
+                 std::size_t chunk);
 
-/// Summaries over the updates done (`losses`, `grad_norms`, `stats`: one entry per update);
-/// "second half" = updates [steps / 2, done) of the `steps` planned.
-RunSummary summarize(const std::vector<double>& losses, const std::vector<double>& grad_norms,
-                     const std::vector<ProbeStats>& stats, int steps, std::size_t window);
+/// Precise statistics: replaces the running statistics of every stat_norms layer by the
+/// equal-weight average of its batch statistics over `calib` (each a batch with its padding),
+/// every batch forwarded in train mode with the model's buffers as they were before the first
+/// (so PowerNorm normalises each with its trained running quadratic mean). The caller snapshots
+/// the model's buffers (state_dict) before and restores them after. Leaves the model in eval mode.
+void calibrate(seqlab::TransformerModel& model, const std::vector<seqlab::TaskBatch>& calib);
+
+/// Gradient norms of a causal LM at initialisation (Xiong et al. 2020, Fig. 3): for every layer
+/// l, ‖∂L/∂W‖_F of its feed-forward output weight W^{2,l} ("layers.l.linear2.weight") and of its
+/// attention input projection ("layers.l.self_attn.in_proj_weight"), averaged over `batches`
+/// (a fresh zero_grad, forward and backward each, train mode, the mean next-symbol
+/// cross-entropy). Returns [L][2] = {linear2, in_proj}. Leaves every gradient zero.
+std::vector<std::vector<double>> init_gradient_norms(seqlab::TransformerModel& model,
+                                                     const std::vector<seqlab::TaskBatch>& batches);
 
 }  // namespace norm_stability

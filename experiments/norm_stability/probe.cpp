@@ -121,18 +121,4 @@ ProbedNorm& install_probe(TransformerModel& model) {
   return probe;
 }
 
-std::vector<BatchNorm*> batch_norms(TransformerModel& model) {
-  std::vector<BatchNorm*> out;
-  auto add = [&](Norm* n) {
-    if (auto* p = dynamic_cast<ProbedNorm*>(n)) n = p->inner();
-    if (auto* bn = dynamic_cast<BatchNorm*>(n)) out.push_back(bn);
-  };
-  for (auto& layer : model.layers) {
-    add(layer->norm1.get());
-    add(layer->norm2.get());
-  }
-  if (model.final_norm) add(model.final_norm.get());
-  return out;
-}
-
 }  // namespace norm_stability

@@ -71,7 +71,4 @@ class ProbedNorm : public seqlab::Norm {
 /// Wraps layers.0.norm1 of `model` in a ProbedNorm (disabled) and returns it; the model owns it.
 ProbedNorm& install_probe(seqlab::TransformerModel& model);
 
-/// Every BatchNorm of the model (norm1, norm2 of each layer, the final norm), through a probe.
-std::vector<seqlab::BatchNorm*> batch_norms(seqlab::TransformerModel& model);
-
 }  // namespace norm_stability

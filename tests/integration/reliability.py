@@ -161,16 +161,17 @@ def disk_checks(binary, name, ref, tmp):
 # Part 5, per experiment: the cell (sweep key -> value), overrides that make its training last a
 # second or so (tiny cells train in milliseconds), and --checkpoint-every. Each cell is one that
 # trains: position_extrapolation's rope_pi trains two phases (pretrain, finetune),
-# norm_stability's batch study trains one run per batch size with BatchNorm (running statistics
-# are buffers), attention_ablations' majority arm is the encoder-decoder family,
-# parallel_speedup's tta:lstm cell runs the learning-rate pilot and a time-to-accuracy run.
+# norm_stability's batch study trains a pilot trial per learning rate and one run per batch size
+# for LayerNorm and BatchNorm (running statistics are buffers), attention_ablations' majority arm
+# is the encoder-decoder family, parallel_speedup's tta:lstm cell runs the learning-rate pilot and
+# a time-to-accuracy run.
 CKPT = {
     "long_range_recall": ({"task": "copy_memory", "model": "transformer_decoder"},
                           {"steps": 600, "log_every": 50}, 50),
     "position_extrapolation": ({"task": "copy", "positional_encoding": "rope_pi"},
                                {"steps": 400, "finetune_steps": 300, "log_every": 50}, 40),
-    "norm_stability": ({"study": "batch", "norm": "batch_norm"},
-                       {"steps": 300, "log_every": 50, "divergence_factor": 1000}, 30),
+    "norm_stability": ({"study": "batch"},
+                       {"examples": 4000, "log_points": 50, "divergence_factor": 1000}, 100),
     "attention_ablations": ({"arm": "majority:encoder_decoder:separate:2"},
                             {"steps": 300, "eval_every": 100}, 30),
     "custom_example": ({"positional_encoding": "ramp"}, {"steps": 600}, 50),

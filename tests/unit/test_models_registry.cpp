@@ -125,7 +125,7 @@ TEST_CASE("registries list the built-ins in their documented order", "[models][r
   CHECK(std::vector<std::string>(positional_encoding_names().begin(),
                                  positional_encoding_names().begin() + 7) == encodings);
   CHECK(norm_names() == std::vector<std::string>{"layer_norm", "batch_norm", "masked_batch_norm",
-                                                 "rms_norm", "none"});
+                                                 "rms_norm", "none", "power_norm"});
   // The test's registrations come after the built-ins, in registration order.
   CHECK(model_names().back() == "identity_body");
   CHECK(positional_encoding_names().back() == "three_rows");
@@ -142,7 +142,8 @@ TEST_CASE("unknown names are rejected listing what is registered", "[models][reg
   ModelConfig bad_norm = transformer("transformer_encoder", "none");
   bad_norm.norm = "group_norm";
   CHECK(error_of(bad_norm) ==
-        "norm = 'group_norm': allowed one of layer_norm, batch_norm, masked_batch_norm, rms_norm, none");
+        "norm = 'group_norm': allowed one of layer_norm, batch_norm, masked_batch_norm, rms_norm, none, "
+        "power_norm");
   ModelConfig bad_model = transformer("mamba", "none");
   CHECK_THAT(error_of(bad_model), Catch::StartsWith("model = 'mamba': allowed one of rnn, lstm"));
   CHECK_THAT(error_of(bad_model), Catch::EndsWith("transformer_encoder_decoder, identity_body"));

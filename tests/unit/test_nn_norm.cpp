@@ -1,7 +1,7 @@
-// Norms: LayerNorm, RMSNorm, BatchNorm (naive and masked), none, make_norm. Field cases, PyTorch
-// parity (tests/golden/norm_*.json from gen_norm.py), finite-difference gradients (fake loss
-// sum(w ⊙ y) with random w; with padding present), padding and train/eval properties, the
-// n < 2 rule of BatchNorm, errors.
+// Norms: LayerNorm, RMSNorm, BatchNorm (naive and masked), none, PowerNorm, make_norm. Field
+// cases, PyTorch parity (tests/golden/norm_*.json from gen_norm.py), finite-difference gradients
+// (fake loss sum(w ⊙ y) with random w; with padding present), padding and train/eval properties,
+// the n < 2 rule of BatchNorm, PowerNorm's approximate backward against Algorithm 1, errors.
 #include <catch2/catch.hpp>
 #include "checks.hpp"
 
@@ -512,9 +512,10 @@ TEST_CASE("Norms reject unknown names bad arguments and wrong shapes", "[nn][nor
   CHECK_THROWS_AS(make_norm("group_norm", 4), std::invalid_argument);
   CHECK_THROWS_WITH(make_norm("group_norm", 4),
                     "norm = 'group_norm': allowed layer_norm, batch_norm, masked_batch_norm, "
-                    "rms_norm, none");
+                    "rms_norm, none, power_norm");
   CHECK_THROWS_WITH(make_norm("LayerNorm", 4), Catch::Matchers::StartsWith("norm = 'LayerNorm'"));
-  for (const std::string name : {"layer_norm", "rms_norm", "batch_norm", "masked_batch_norm", "none"}) {
+  for (const std::string name :
+       {"layer_norm", "rms_norm", "batch_norm", "masked_batch_norm", "none", "power_norm"}) {
     INFO(name);
     CHECK_THROWS_AS(make_norm(name, 0), std::invalid_argument);
     auto norm = make_norm(name, 4);
@@ -573,4 +574,138 @@ TEST_CASE("backward_add gives backward plus the residual bit for bit, and checks
     for (std::size_t k = 0; k < pa.size(); ++k)
       CHECK(std::equal(pa[k].param->grad.begin(), pa[k].param->grad.end(), pb[k].param->grad.begin()));
   }
+}
+
+// ---- PowerNorm (Shen et al. 2020, Algorithm 1) ---------------------------------------------------
+
+namespace {
+// Restores PowerNorm's buffers before every forward, so that the finite differences see the same
+// ψ²_{t−1} and ν_{t−1} each time (a train-mode forward updates ψ², a backward updates ν).
+void gradcheck_power_norm(PowerNorm& pn, Tensor3 x, const PaddingMask* padding) {
+  const Tensor1 phi = pn.running_phi, gz = pn.ema_gz;
+  Tensor3 dx = xt::zeros<float>(x.shape());
+  auto forward = [&] {
+    pn.running_phi = phi;
+    pn.ema_gz = gz;
+    return flat(pn.forward(x, padding));
+  };
+  auto backward = [&](const std::vector<float>& w) {
+    pn.zero_grad();
+    pn.running_phi = phi;
+    pn.ema_gz = gz;
+    pn.forward(x, padding);
+    Tensor3 dy = xt::zeros<float>(x.shape());
+    std::copy(w.begin(), w.end(), dy.begin());
+    const Tensor3 g = pn.backward(dy);
+    std::copy(g.begin(), g.end(), dx.begin());
+  };
+  std::vector<Probe> probes{Probe{"x", x.data(), dx.data(), x.size()}};
+  for (auto& np : pn.named_parameters())
+    probes.push_back({np.key, np.param->value.data(), np.param->grad.data(), np.param->size()});
+  const auto res = check_gradients(forward, backward, probes);
+  INFO("power_norm worst: " << res.worst << "\n" << res.report);
+  REQUIRE(res.ok);
+}
+}  // namespace
+
+TEST_CASE("PowerNorm field case: the previous running quadratic mean normalises, then it updates", "[nn][norm][power_norm]") {
+  PowerNorm pn(2);
+  CHECK(pn.alpha() == 0.9f);
+  CHECK(pn.eps() == 1e-5f);
+  CHECK((pn.running_phi == Tensor1{1, 1}));
+  CHECK((pn.ema_gz == Tensor1{0, 0}));
+  // Row 1 position 1 is padded: its value 10 must not enter ψ²_B.
+  const Tensor3 x = {{{1.0f, 2.0f}, {3.0f, -2.0f}}, {{-1.0f, 0.0f}, {10.0f, 10.0f}}};
+  const PaddingMask pad = mask_from_lengths({2, 1}, 2);
+  const Tensor3 y = pn.forward(x, &pad);
+  const double r = 1.0 / std::sqrt(1.0 + 1e-5);  // ψ²_{t−1} = 1
+  CHECK_THAT(y(0, 1, 0), WithinAbs(3.0 * r, 1e-6));
+  CHECK_THAT(y(1, 1, 1), WithinAbs(10.0 * r, 1e-5));  // padded positions are normalised too
+  // ψ²_B = mean over the 3 real positions of x²: (1 + 9 + 1) / 3, (4 + 4 + 0) / 3.
+  CHECK_THAT(pn.last_batch_phi()(0), WithinAbs(11.0 / 3, 1e-6));
+  CHECK_THAT(pn.last_batch_phi()(1), WithinAbs(8.0 / 3, 1e-6));
+  CHECK_THAT(pn.running_phi(0), WithinAbs(0.9 + 0.1 * 11.0 / 3, 1e-6));
+  CHECK_THAT(pn.running_phi(1), WithinAbs(0.9 + 0.1 * 8.0 / 3, 1e-6));
+  // The second step normalises with the updated ψ², not with its own batch.
+  const Tensor3 y2 = pn.forward(x, &pad);
+  CHECK_THAT(y2(0, 0, 0), WithinAbs(1.0 / std::sqrt(0.9 + 0.1 * 11.0 / 3 + 1e-5), 1e-6));
+  // Without a mask every position enters: ψ²_B(0) = (1 + 9 + 1 + 100) / 4.
+  PowerNorm all(2);
+  all.forward(x, nullptr);
+  CHECK_THAT(all.last_batch_phi()(0), WithinAbs(111.0 / 4, 1e-5));
+}
+
+TEST_CASE("PowerNorm's backward is the exact derivative while ν = 0, and in eval mode", "[nn][norm][power_norm][gradcheck]") {
+  Rng rng(31);
+  const PaddingMask pad = mask_from_lengths({4, 2, 3}, 4);
+  PowerNorm pn(3);
+  randomise_parameters(pn, rng);
+  pn.running_phi = Tensor1{0.5f, 2.0f, 1.3f};
+  gradcheck_power_norm(pn, random_x(rng, 3, 4, 3), &pad);  // ema_gz = 0: ν_{t−1} = 0
+  pn.ema_gz = Tensor1{0.4f, -0.3f, 0.2f};
+  pn.eval();
+  gradcheck_power_norm(pn, random_x(rng, 3, 4, 3), &pad);  // eval: ν plays no part
+  const Tensor1 before = pn.ema_gz;
+  pn.forward(random_x(rng, 3, 4, 3), &pad);
+  pn.backward(random_x(rng, 3, 4, 3));
+  CHECK((pn.ema_gz == before));  // an eval-mode backward updates nothing
+}
+
+TEST_CASE("PowerNorm's approximate backward subtracts ν x̂ and updates ν as Algorithm 1", "[nn][norm][power_norm]") {
+  Rng rng(32);
+  const std::size_t d = 3;
+  const PaddingMask pad = mask_from_lengths({4, 1}, 4);  // 5 of 8 positions real
+  PowerNorm pn(d);
+  randomise_parameters(pn, rng);
+  pn.running_phi = Tensor1{0.7f, 1.5f, 2.5f};
+  pn.ema_gz = Tensor1{0.8f, -1.2f, 0.3f};
+  const Tensor1 phi = pn.running_phi, gz = pn.ema_gz;
+  const Tensor3 x = random_x(rng, 2, 4, d);
+  const Tensor3 dy = random_x(rng, 2, 4, d);
+  pn.forward(x, &pad);
+  const Tensor3 dx = pn.backward(dy);
+  const double a = 0.9;
+  for (std::size_t j = 0; j < d; ++j) {
+    const double rs = 1.0 / std::sqrt(static_cast<double>(phi(j)) + 1e-5);
+    const double nu = (1 - a) * gz(j);
+    double gam = 0, lam = 0;
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t t = 0; t < 4; ++t) {
+        const double xh = x(b, t, j) * rs;
+        const double g = pn.weight.value(j) * dy(b, t, j);
+        const bool real = pad(b, t) == 0;
+        const double want = (real ? g - nu * xh : g) * rs;
+        CHECK_THAT(dx(b, t, j), WithinAbs(want, 1e-5));
+        if (real) {
+          gam += xh * xh / 5;
+          lam += g * xh / 5;
+        }
+      }
+    // ν_t = ν_{t−1}(1 − (1 − α)Γ) + (1 − α)Λ, stored as ema_gz = ν / (1 − α).
+    const double nu_t = nu * (1 - (1 - a) * gam) + (1 - a) * lam;
+    CHECK_THAT(pn.ema_gz(j), WithinAbs(nu_t / (1 - a), 1e-5));
+  }
+}
+
+TEST_CASE("PowerNorm is registered with PyTorch-style keys, buffers and errors", "[nn][norm][power_norm]") {
+  auto norm = make_norm("power_norm", 4);
+  CHECK(norm->name() == "power_norm");
+  const auto np = norm->named_parameters("n.");
+  REQUIRE(np.size() == 2);
+  CHECK(np[0].key == "n.weight");
+  CHECK(np[1].key == "n.bias");
+  const auto nb = norm->named_buffers("n.");
+  REQUIRE(nb.size() == 2);
+  CHECK(nb[0].key == "n.running_phi");
+  CHECK(nb[1].key == "n.ema_gz");
+  CHECK(norm_registry().get("power_norm").num_parameters(4) == 8);
+  CHECK_THROWS_AS(PowerNorm(0), std::invalid_argument);
+  CHECK_THROWS_WITH(PowerNorm(4, 1.5f), Catch::Matchers::Contains("alpha"));
+  CHECK_THROWS_AS(PowerNorm(4, 0.9f, 0.0f), std::invalid_argument);
+  PowerNorm pn(2);
+  const PaddingMask all_padded = xt::ones<std::uint8_t>({1, 2});
+  CHECK_THROWS_AS(pn.forward(Tensor3(xt::ones<float>({1, 2, 2})), &all_padded), std::invalid_argument);
+  CHECK((pn.running_phi == Tensor1{1, 1}));  // nothing changed
+  pn.eval();
+  CHECK_NOTHROW(pn.forward(Tensor3(xt::ones<float>({1, 2, 2})), &all_padded));
 }

@@ -428,6 +428,141 @@ Tensor3 BatchNorm::backward(const Tensor3& dy) {
   return dx;
 }
 
+// ---- PowerNorm ----------------------------------------------------------------------------------
+
+PowerNorm::PowerNorm(std::size_t d, float alpha, float eps)
+    : weight("weight", {d}),
+      bias("bias", {d}),
+      running_phi(xt::ones<float>({d})),
+      ema_gz(xt::zeros<float>({d})),
+      d_(d),
+      alpha_(alpha),
+      eps_(eps) {
+  check_d("PowerNorm", d);
+  check_eps("PowerNorm", eps);
+  if (!(alpha >= 0.0f && alpha <= 1.0f))
+    throw std::invalid_argument("PowerNorm: alpha = " + num(alpha) + "; must be in [0, 1]");
+  weight.value.fill(1.0f);
+  last_phi_ = Tensor1::from_shape({0});
+}
+
+void PowerNorm::collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) {
+  out.push_back({prefix + weight.name, &weight});
+  out.push_back({prefix + bias.name, &bias});
+}
+
+void PowerNorm::collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) {
+  out.push_back({prefix + "running_phi", &running_phi});
+  out.push_back({prefix + "ema_gz", &ema_gz});
+}
+
+void PowerNorm::check_state() const {
+  check_vector_parameter("PowerNorm.weight", weight, d_);
+  check_vector_parameter("PowerNorm.bias", bias, d_);
+  check_shape("PowerNorm.running_phi", running_phi, {static_cast<long>(d_)});
+  check_shape("PowerNorm.ema_gz", ema_gz, {static_cast<long>(d_)});
+}
+
+Tensor3 PowerNorm::forward(const Tensor3& x, const PaddingMask* padding) {
+  check_input("PowerNorm", x, padding, d_);
+  check_state();
+  const std::size_t b = x.shape()[0], t = x.shape()[1], n = b * t, d = d_;
+  const bool train = training();
+  const float* xp = x.data();
+  std::vector<std::uint8_t> in_stats(n, 1);
+  if (padding)
+    for (std::size_t i = 0; i < n; ++i) in_stats[i] = padding->data()[i] ? 0 : 1;
+  std::size_t count = 0;
+  for (auto v : in_stats) count += v;
+  if (train && count == 0)
+    throw std::invalid_argument("PowerNorm.forward: every one of the " + std::to_string(n) +
+                                " positions is padded; training needs at least 1 for the batch "
+                                "quadratic mean");
+  // x̂ = x / sqrt(ψ²_{t−1} + eps): the running value in both modes (updated only after this).
+  Tensor1 rstd = Tensor1::from_shape({d});
+  for (std::size_t j = 0; j < d; ++j)
+    rstd(j) = static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_phi(j)) + eps_));
+  xhat_.resize({n, d});
+  Tensor3 y({b, t, d});
+  const float* w = weight.value.data();
+  const float* be = bias.value.data();
+  for (std::size_t i = 0; i < n; ++i) {
+    float* xh = xhat_.data() + i * d;
+    float* yi = y.data() + i * d;
+    for (std::size_t j = 0; j < d; ++j) {
+      xh[j] = xp[i * d + j] * rstd(j);
+      yi[j] = w[j] * xh[j] + be[j];
+    }
+  }
+  if (train) {
+    // ψ²_B = mean_S(x²);  ψ²_t = α ψ²_{t−1} + (1 − α) ψ²_B.
+    std::vector<double> phi(d, 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!in_stats[i]) continue;
+      for (std::size_t j = 0; j < d; ++j) phi[j] += static_cast<double>(xp[i * d + j]) * xp[i * d + j];
+    }
+    last_phi_.resize({d});
+    const double a = alpha_;
+    for (std::size_t j = 0; j < d; ++j) {
+      phi[j] /= static_cast<double>(count);
+      last_phi_(j) = static_cast<float>(phi[j]);
+      running_phi(j) = static_cast<float>(a * running_phi(j) + (1.0 - a) * phi[j]);
+    }
+  }
+  rstd_ = std::move(rstd);
+  in_stats_ = std::move(in_stats);
+  count_ = count;
+  train_forward_ = train;
+  b_ = b;
+  t_ = t;
+  cached_ = true;
+  return y;
+}
+
+Tensor3 PowerNorm::backward(const Tensor3& dy) {
+  check_dy("PowerNorm", dy, cached_, b_, t_, d_);
+  check_state();
+  const std::size_t n = b_ * t_, d = d_;
+  const float* w = weight.value.data();
+  const float* dyp = dy.data();
+  const double a = alpha_;
+  // ν_{t−1} = (1 − α)·ema_gz (the authors' buffer); zero correction after an eval forward.
+  std::vector<double> nu(d, 0.0);
+  if (train_forward_)
+    for (std::size_t j = 0; j < d; ++j) nu[j] = (1.0 - a) * ema_gz(j);
+  std::vector<double> dw(d, 0.0), db(d, 0.0), gamma_s(d, 0.0), lambda_s(d, 0.0);
+  Tensor3 dx({b_, t_, d});
+  float* dxp = dx.data();
+  for (std::size_t i = 0; i < n; ++i) {
+    const float* xh = xhat_.data() + i * d;
+    const bool through_stats = train_forward_ && in_stats_[i];
+    for (std::size_t j = 0; j < d; ++j) {
+      const double dyv = dyp[i * d + j];
+      dw[j] += dyv * xh[j];  // dγ += dy x̂
+      db[j] += dyv;          // dβ += dy
+      const double g = static_cast<double>(w[j]) * dyv;  // g = dL/dx̂ = γ dy
+      double v = g;
+      if (through_stats) {
+        gamma_s[j] += static_cast<double>(xh[j]) * xh[j];  // Γ: mean_S(x̂²)
+        lambda_s[j] += g * xh[j];                          // Λ: mean_S(g x̂)
+        v -= nu[j] * xh[j];                                // g − ν_{t−1} x̂
+      }
+      dxp[i * d + j] = static_cast<float>(v * static_cast<double>(rstd_(j)));  // / ψ_{t−1}
+    }
+  }
+  if (train_forward_) {
+    // ν_t = ν_{t−1}(1 − (1 − α)Γ) + (1 − α)Λ, i.e. ema_gz += Λ − ν_{t−1}Γ.
+    const double inv = 1.0 / static_cast<double>(count_);
+    for (std::size_t j = 0; j < d; ++j)
+      ema_gz(j) = static_cast<float>(ema_gz(j) + lambda_s[j] * inv - nu[j] * gamma_s[j] * inv);
+  }
+  for (std::size_t j = 0; j < d; ++j) {
+    weight.grad.data()[j] += static_cast<float>(dw[j]);
+    bias.grad.data()[j] += static_cast<float>(db[j]);
+  }
+  return dx;
+}
+
 // ---- IdentityNorm -------------------------------------------------------------------------------
 
 IdentityNorm::IdentityNorm(std::size_t d) : d_(d) { check_d("IdentityNorm", d); }

@@ -25,6 +25,10 @@ void register_builtin_norms(Registry<NormEntry>& r) {
   r.add("none", {"identity, no parameters",
                  [](std::size_t d) { return std::make_unique<IdentityNorm>(d); },
                  [](std::size_t) { return std::size_t{0}; }});
+  r.add("power_norm", {"PowerNorm (Shen et al. 2020, Algorithm 1): running quadratic mean, padding "
+                       "excluded, approximate backward; gamma and beta [D]",
+                       [](std::size_t d) { return std::make_unique<PowerNorm>(d); },
+                       [](std::size_t d) { return 2 * d; }});
 }
 
 }  // namespace

@@ -84,6 +84,7 @@ struct ModelConfig {
   std::string activation = "relu";      // relu | gelu (feed-forward)
   std::string norm = "layer_norm";      // a registered norm (nn/norm.hpp norm_registry()): layer_norm
                                         // | batch_norm | masked_batch_norm | rms_norm | none
+                                        // | power_norm
   std::string norm_placement = "post";  // post (Vaswani et al.) | pre (Xiong et al. 2020; GPT-2)
   std::string positional_encoding = "sinusoidal";  // a registered encoding
                                         // (models/positional_registry.hpp): sinusoidal | learned |

@@ -1,6 +1,7 @@
 #pragma once
 // Normalisation layers for the Transformer family: LayerNorm, RMSNorm, BatchNorm over the
-// (batch × time) positions (naive, or with padded positions excluded from the statistics), and an
+// (batch × time) positions (naive, or with padded positions excluded from the statistics),
+// PowerNorm (Shen et al. 2020: a running quadratic mean, padded positions excluded) and an
 // identity "none", behind one interface (Norm) so a Transformer layer picks its norm by name
 // (make_norm).
 //
@@ -10,8 +11,8 @@
 // Per-position norms (LayerNorm, RMSNorm, none) normalise each [D] row on its own, so padding
 // cannot influence a real position; they accept a mask only to check its shape. BatchNorm
 // normalises each feature over the positions of the batch, so padded positions pollute its
-// statistics unless excluded (masked_batch_norm) — the effect the norm_stability experiment
-// measures (DESIGN.md claim 4).
+// statistics unless excluded (masked_batch_norm; PowerNorm always excludes them) — the effect
+// the norm_stability experiment measures (DESIGN.md claim 4).
 //
 // Every layer follows the layer contract: forward keeps what backward needs, backward takes
 // dL/dy [B, T, D], returns dL/dx [B, T, D] and ADDS into the parameter grads. Statistics are
@@ -45,7 +46,8 @@ class Norm : public Module {
   /// pass; the same bits as backward then the sum); the others add it after backward. Throws as
   /// backward, and ShapeError (before any gradient is added) if residual is not dy's shape.
   virtual Tensor3 backward_add(const Tensor3& dy, const Tensor3& residual);
-  /// The make_norm name: "layer_norm", "rms_norm", "batch_norm", "masked_batch_norm", "none".
+  /// The make_norm name: "layer_norm", "rms_norm", "batch_norm", "masked_batch_norm", "none",
+  /// "power_norm".
   virtual std::string name() const = 0;
   /// D, the normalised feature size.
   virtual std::size_t dim() const = 0;
@@ -218,6 +220,79 @@ class BatchNorm : public Norm {
   bool cached_ = false;
 };
 
+/// Power normalisation (Shen et al. 2020, "PowerNorm: Rethinking Batch Normalization in
+/// Transformers", ICML, arXiv 2003.07845, §4 and Algorithm 1): BatchNorm without re-centring whose
+/// forward divides by a RUNNING quadratic mean instead of the batch's, with an approximate backward
+/// that accounts for the running statistic. Per feature j, over the set S of positions that enter
+/// the statistics (the non-padded ones when a padding mask is given, all N otherwise, as the
+/// authors' MaskPowerNorm), n = |S|:
+///   train forward (step t):  ψ²_B = mean_S(x²);
+///                            x̂ = x / sqrt(ψ²_{t−1} + eps)   (the running value BEFORE this step);
+///                            y = γ ⊙ x̂ + β                   (every position, padded ones too);
+///                            ψ²_t = α ψ²_{t−1} + (1 − α) ψ²_B            ("running_phi");
+///   train backward:          g = γ ⊙ dy;  Γ = mean_S(x̂²),  Λ = mean_S(g ⊙ x̂);
+///                            dx = (g − ν_{t−1} ⊙ x̂) / sqrt(ψ²_{t−1} + eps)  for positions in S,
+///                            dx = g / sqrt(ψ²_{t−1} + eps)  for padded positions;
+///                            ν_t = ν_{t−1} ⊙ (1 − (1 − α)Γ) + (1 − α)Λ   (Algorithm 1, eq. 11);
+///                            dγ += Σ_all dy ⊙ x̂, dβ += Σ_all dy;
+///   eval forward:            y = γ ⊙ x / sqrt(ψ²_T + eps) + β; nothing is updated.
+/// The term −ν ⊙ x̂ is the paper's approximate backpropagation of the running quadratic mean: x
+/// influences later steps through ψ², whose exact gradient would need every later batch; ν is a
+/// running estimate of it. The buffers follow the authors' code (github.com/sIncerass/powernorm,
+/// fairseq/modules/norms/mask_powernorm.py): "running_phi" = ψ² [d] (init 1) and "ema_gz" [d]
+/// (init 0) with ν = (1 − α)·ema_gz, so that ema_gz += mean_S((g − ν x̂) ⊙ x̂) is the update above.
+/// Differences from that code, which the paper's Algorithm 1 does not have: its GroupScaling1D
+/// (each position first divided by its own RMS over the features), its warm-up (the first
+/// warmup_iters = 10000 steps normalise with the batch's ψ²_B) and its backward's division by the
+/// batch's sqrt(ψ²_B + eps) instead of ψ_{t−1}; this class is Algorithm 1. With ν = 0 (the first
+/// step) the backward is the exact derivative of the forward, ψ_{t−1} being a constant of the step.
+/// backward uses the mode of the last forward: after an eval-mode forward it is the exact
+/// derivative of the eval map (dx = g / sqrt(ψ²_T + eps)) and updates nothing.
+class PowerNorm : public Norm {
+ public:
+  /// "weight" γ [d] = 1, "bias" β [d] = 0; running_phi = 1, ema_gz = 0 (the authors' init).
+  /// alpha: the running average's coefficient α in [0, 1] (the authors' alpha_fwd = alpha_bkw =
+  /// 0.9). Throws std::invalid_argument naming the argument if d = 0, alpha is outside [0, 1] or
+  /// eps is not > 0.
+  explicit PowerNorm(std::size_t d, float alpha = 0.9f, float eps = 1e-5f);
+
+  /// x [B, T, D] -> y [B, T, D] (class comment). Throws ShapeError for a wrong x, padding,
+  /// parameter or buffer shape; std::invalid_argument in train mode if no position enters the
+  /// statistics (every position padded).
+  Tensor3 forward(const Tensor3& x, const PaddingMask* padding = nullptr) override;
+  Tensor3 backward(const Tensor3& dy) override;
+  std::string name() const override { return "power_norm"; }
+  std::size_t dim() const override { return d_; }
+  void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+  /// Lists the buffers "running_phi" [d] (ψ²) and "ema_gz" [d] (ν / (1 − α)).
+  void collect_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) override;
+
+  float alpha() const { return alpha_; }
+  float eps() const { return eps_; }
+  /// ψ²_B of the last train-mode forward [d] (empty before the first): the batch quadratic mean.
+  const Tensor1& last_batch_phi() const { return last_phi_; }
+
+  Parameter weight;    // "weight" γ [d]
+  Parameter bias;      // "bias" β [d]
+  Tensor1 running_phi; // "running_phi" ψ² [d]
+  Tensor1 ema_gz;      // "ema_gz" [d], ν = (1 − α)·ema_gz
+
+ private:
+  void check_state() const;
+
+  std::size_t d_;
+  float alpha_;
+  float eps_;
+  Tensor1 last_phi_;
+  Tensor2 xhat_;                        // [N, D]
+  Tensor1 rstd_;                        // [D] 1/sqrt(ψ²_{t−1} + eps) of the last forward
+  std::vector<std::uint8_t> in_stats_;  // [N]
+  std::size_t count_ = 0;
+  bool train_forward_ = false;
+  std::size_t b_ = 0, t_ = 0;
+  bool cached_ = false;
+};
+
 /// The identity ("none"): y = x, dx = dy; no parameters. Checks shapes like the others.
 class IdentityNorm : public Norm {
  public:
@@ -247,7 +322,8 @@ struct NormEntry {
 
 /// The norms by name (core/registry.hpp), built on first use with the built-ins in this order:
 /// "layer_norm" (LayerNorm), "batch_norm" (BatchNorm, masked = false), "masked_batch_norm"
-/// (BatchNorm, masked = true), "rms_norm" (RMSNorm), "none" (IdentityNorm)
+/// (BatchNorm, masked = true), "rms_norm" (RMSNorm), "none" (IdentityNorm), "power_norm"
+/// (PowerNorm)
 /// (lib/src/nn/norm_registry.cpp). A norm defined in an executable registers with
 /// SEQLAB_REGISTER(seqlab::norm_registry(), "name", NormEntry{...}); it then works everywhere a
 /// norm is chosen by name (TransformerLayerConfig::norm, ModelConfig::norm).
@@ -257,9 +333,10 @@ const std::vector<std::string>& norm_names();
 
 /// Builds a registered norm of feature size d by name (norm_registry().get(name).create(d)):
 /// "layer_norm" (LayerNorm), "rms_norm" (RMSNorm), "batch_norm" (BatchNorm, masked = false),
-/// "masked_batch_norm" (BatchNorm, masked = true), "none" (IdentityNorm), or a norm registered
-/// by the program. Throws UnknownNameError (a std::invalid_argument) "norm = '<name>': allowed
-/// layer_norm, batch_norm, masked_batch_norm, rms_norm, none[, registered...]" for any other
+/// "masked_batch_norm" (BatchNorm, masked = true), "none" (IdentityNorm), "power_norm"
+/// (PowerNorm), or a norm registered by the program. Throws UnknownNameError (a
+/// std::invalid_argument) "norm = '<name>': allowed layer_norm, batch_norm, masked_batch_norm,
+/// rms_norm, none, power_norm[, registered...]" for any other
 /// name, and as the constructors for d = 0.
 std::unique_ptr<Norm> make_norm(const std::string& name, std::size_t d);
 

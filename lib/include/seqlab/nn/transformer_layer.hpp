@@ -14,8 +14,8 @@
 // Layers follow the layer contract: forward keeps what backward needs (the sub-modules keep their
 // own caches), backward takes dL/dy [B, T, D], returns dL/dx [B, T, D] and ADDS into every
 // Parameter::grad. The norm is any make_norm name; padding_for_norms [B, T] (1 = padded) is handed
-// to every norm of the layer (only masked_batch_norm uses it to exclude padded positions from its
-// statistics; the others check its shape).
+// to every norm of the layer (only masked_batch_norm and power_norm use it to exclude padded
+// positions from their statistics; the others check its shape).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -39,7 +39,7 @@ struct TransformerLayerConfig {
   std::string activation = "relu";      // relu | gelu (exact erf form), as FeedForward
   float dropout = 0;                    // drop probability in [0, 1) of every dropout of the layer
   std::string norm = "layer_norm";      // a make_norm name: layer_norm, rms_norm, batch_norm,
-                                        // masked_batch_norm, none
+                                        // masked_batch_norm, none, power_norm
   std::string norm_placement = "post";  // pre | post
   bool shared_qk = false;   // self-attention with W_Q = W_K (MultiheadAttention's shared_qk);
                             // the decoder's cross-attention never shares
