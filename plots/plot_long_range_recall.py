@@ -827,6 +827,15 @@ def width_skill(data):
     return dict(out), base
 
 
+def slope_decision(effect, unit, model, means, **moving):
+    """sv.decide on a slope `effect` against +SLOPE_MARGIN, with the ceiling / floor of the model's
+    mean skills `means` at the points compared and the convergence state (moving_up / moving_down)."""
+    return sv.decide(effect, SLOPE_MARGIN, sv.GREATER, unit=unit,
+                     ceiling=sv.at_ceiling(means, 1.0, LEVEL_MARGIN), floor=sv.at_floor(means, 0.0, LEVEL_MARGIN),
+                     level_margin=LEVEL_MARGIN, levels=f"{LABELS[model]} skill " + ", ".join(f"{v:.2f}" for v in means),
+                     **moving)
+
+
 def width_verdict(data):
     """Arora et al.'s MQAR claim on the width study (mqar at one length, widths x pair counts):
     attention solves it at every width; recurrent models need a width growing with the pairs."""
@@ -867,24 +876,16 @@ def width_verdict(data):
         if "transformer_decoder" in models and len(pairs) >= 2:
             e = ss.trend_difference(pts("transformer_decoder", w0), pts(m, w0),
                                     what=f"slope(Transformer) − slope({LABELS[m]}) of skill per doubling of P, width {w0}")
-            m_means = [mean((m, w0, P)) for P in pairs]
             parts.append((f"{LABELS[m]} falls with the pairs at width {w0}",
-                          sv.decide(e, SLOPE_MARGIN, sv.GREATER, unit="skill per doubling of P",
-                                    ceiling=sv.at_ceiling(m_means, 1.0, LEVEL_MARGIN),
-                                    floor=sv.at_floor(m_means, 0.0, LEVEL_MARGIN), level_margin=LEVEL_MARGIN,
-                                    moving_down=state(m, w0),
-                                    levels=f"{LABELS[m]} skill " + ", ".join(f"{v:.2f}" for v in m_means))))
+                          slope_decision(e, "skill per doubling of P", m, [mean((m, w0, P)) for P in pairs],
+                                         moving_down=state(m, w0))))
         if len(widths) >= 2:
             wp = {s: [(math.log2(w), sk[(m, w, pairs[-1])][s]) for w in widths if s in sk.get((m, w, pairs[-1]), {})]
                   for s in data.seeds}
             e = ss.trend(wp, what=f"slope of {LABELS[m]}'s skill per doubling of the width, P = {pairs[-1]}")
-            m_means = [mean((m, w, pairs[-1])) for w in widths]
             parts.append((f"{LABELS[m]} rises with the width at P = {pairs[-1]}",
-                          sv.decide(e, SLOPE_MARGIN, sv.GREATER, unit="skill per doubling of the width",
-                                    ceiling=sv.at_ceiling(m_means, 1.0, LEVEL_MARGIN),
-                                    floor=sv.at_floor(m_means, 0.0, LEVEL_MARGIN), level_margin=LEVEL_MARGIN,
-                                    moving_up=state(m, w1),
-                                    levels=f"{LABELS[m]} skill " + ", ".join(f"{v:.2f}" for v in m_means))))
+                          slope_decision(e, "skill per doubling of the width", m,
+                                         [mean((m, w, pairs[-1])) for w in widths], moving_up=state(m, w1))))
     v = sv.combine(parts, condition="the model and the part")
     return v.row(
         claim="MQAR as Zoology measures it: attention solves it at every width; recurrent models need a width "
