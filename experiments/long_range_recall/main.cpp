@@ -5,8 +5,11 @@
 // problem; TCN vs LSTM vs GRU vs RNN). Claim, method, expected outcome and every CSV column:
 // README.md beside this file.
 //
-// One cell = one (task, model, length, replicate): the model is built by the models/ factory at the
-// parameter budget `param_budget` (hidden_size_for_budget), trained on fresh batches of the task,
+// One cell = one (task, model, length, width, replicate): the model is built by the models/ factory
+// at the parameter budget `param_budget` (hidden_size_for_budget; width = 0) or at hidden size
+// `width` (the MQAR width study, Arora et al. 2023 Fig. 2), its learning rate chosen from lr_grid
+// by a pilot on replicate 0's validation split (shared by the replicates, tuning.hpp), trained on
+// fresh batches of the task until `steps` updates, early stopping or a solved validation loss,
 // then evaluated on a fixed test set. Tasks (lib tasks/):
 //   copy_memory     CopyMemoryTask(T = length): Bai et al.'s copy memory, CE over all T+20 positions
 //   adding          AddingProblem(seq_len = length): Bai et al.'s adding problem, MSE at the last step
@@ -15,7 +18,8 @@
 //                   CE at the query positions (Arora et al. 2023, "Zoology")
 //   distance_probe  DistanceProbe(seq_len = length): one symbol to recall at distance d uniform in
 //                   [1, length-1], CE at the last position; tested at distance_bins exact distances
-// Tables: main (one row per cell), steps (training curve), distance (accuracy / loss against the
+// Tables: main (one row per cell), steps (training and validation curve), lr_pilot (the pilot's
+// validation loss per learning rate), distance (accuracy / loss against the
 // dependency distance), grad_norms (‖∂L/∂u_t‖ against t at initialisation and after training),
 // attention (the trained transformer's last-layer attention on one solved test example; replicate
 // 0 only).
@@ -35,15 +39,18 @@
 #include "seqlab/core/tensor.hpp"
 #include "seqlab/experiment/experiment.hpp"
 #include "seqlab/experiment/training.hpp"
+#include "seqlab/experiment/tuning.hpp"
 #include "seqlab/models/factory.hpp"
 #include "seqlab/models/positional_registry.hpp"
 #include "seqlab/nn/loss.hpp"
 #include "seqlab/tasks/mqar.hpp"  // kIgnoreTarget
 #include "seqlab/tasks/task.hpp"
+#include "seqlab/train/loop.hpp"
 #include "seqlab/train/optimizer.hpp"
 #include "seqlab/train/schedule.hpp"
 
 #include "evaluation.hpp"
+#include "setup.hpp"
 
 using namespace seqlab;
 using namespace seqlab::experiment;
@@ -52,102 +59,70 @@ using namespace long_range_recall;
 namespace {
 
 constexpr const char* kName = "long_range_recall";
-// Purposes of the replicate's random streams (Cell::stream_seed): shared by every task, model and
-// length with the same replicate index, so comparisons across the grid are paired.
-constexpr std::uint64_t kInitStream = 1;   // parameter initialisation
-constexpr std::uint64_t kTrainStream = 2;  // training batches
-constexpr std::uint64_t kTestStream = 3;   // the fixed test set
-constexpr std::uint64_t kGradStream = 4;   // the batch of the gradient-norm measurement
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 const std::vector<std::string> kTasks = {"copy_memory", "adding", "mqar", "distance_probe"};
-const std::vector<std::string> kModels = {"rnn", "lstm", "gru", "tcn", "transformer_decoder"};
+// The built-in default of the model sweep (quick.ini's): the five families; lstm_fb1 is allowed.
+const std::vector<std::string> kDefaultModels = {"rnn", "lstm", "gru", "tcn", "transformer_decoder"};
 
-// ------------------------------------------------------------------------------------------------
-// Tasks: every batch comes from the task registry (tasks/task.hpp); TaskBatch::distances says how
-// far back each scored target's evidence lies.
-
-/// The registry parameters of the cell's task: `length` is copy memory's blank length T and the
-/// sequence length of the others; mqar with P pairs (= queries), the probe at a fixed distance d
-/// (0: uniform over [1, length - 1]).
-TaskParams task_params(const Cell& cell, int pairs = 0, int distance = 0) {
-  const std::string task = cell.get_string("task"), L = cell.params.text("length");
-  TaskParams p;
-  if (task == "copy_memory") {
-    p.set("T", L);
-  } else if (task == "adding") {
-    p.set("seq_len", L);
-  } else if (task == "mqar") {
-    p.set("seq_len", L);
-    p.set("n_pairs", std::to_string(pairs));
-    p.set("n_queries", std::to_string(pairs));
-    p.set("n_keys", cell.params.text("mqar_keys"));
-    p.set("n_values", cell.params.text("mqar_values"));
-  } else {
-    p.set("seq_len", L);
-    p.set("n_symbols", cell.params.text("probe_symbols"));
-    p.set("n_fillers", cell.params.text("probe_fillers"));
-    if (distance > 0) {
-      p.set("min_distance", std::to_string(distance));
-      p.set("max_distance", std::to_string(distance));
-    }
-  }
-  return p;
+// Why the main training phase ended (the stop_reason column).
+enum StopCode : int { kMaxSteps = 0, kNoImprovement = 1, kSolved = 2 };
+const char* stop_name(int code, bool diverged) {
+  if (diverged) return "diverged";
+  return code == kSolved ? "solved" : code == kNoImprovement ? "no_improvement" : "max_steps";
 }
 
-/// The training tasks of a cell: one, or for mqar one per P of mqar_pairs (update s draws from
-/// P = mqar_pairs[s mod n]). The spec of the cell is the last one's (the largest P for mqar).
-std::vector<std::unique_ptr<Task>> training_tasks(const Cell& cell) {
-  std::vector<std::unique_ptr<Task>> tasks;
-  const std::string task = cell.get_string("task");
-  if (task == "mqar") {
-    for (const auto P : cell.get_int_list("mqar_pairs"))
-      tasks.push_back(make_task(task, task_params(cell, static_cast<int>(P))));
-  } else {
-    tasks.push_back(make_task(task, task_params(cell)));
-  }
-  return tasks;
+/// Whether the grid point is a cell (ExperimentSpec::keep): every point of the width-0 (matched
+/// budget) design; width > 0 (the Zoology width study) only for mqar at width_length and the
+/// models of width_models.
+bool keep(const Cell& cell) {
+  if (cell.get_int("width") == 0) return true;
+  const auto models = cell.get_string_list("width_models");
+  return cell.get_string("task") == "mqar" && cell.get_int("length") == cell.get_int("width_length") &&
+         std::find(models.begin(), models.end(), cell.get_string("model")) != models.end();
 }
 
-/// Smallest TCN depth whose receptive field 1 + 2(k-1)(2^L - 1) covers `seq_len` (at most 30).
-std::size_t tcn_levels_for(std::size_t seq_len, std::size_t k) {
-  std::size_t L = 1;
-  while (L < 30 && 1 + 2 * (k - 1) * ((std::size_t{1} << L) - 1) < seq_len) ++L;
-  return L;
+/// The schedule of the cell's keys at peak learning rate `lr` over `steps` updates.
+LrSchedule schedule_at(const Cell& cell, double lr, int steps) {
+  LrSchedule s = experiment::cell_schedule(cell);
+  s.base_lr = static_cast<float>(lr);
+  s.total_steps = steps;
+  s.warmup_steps = std::min(s.warmup_steps, steps);
+  return s;
 }
 
-/// The model of a cell (sizes matched to param_budget when it is > 0). Throws ConfigError (an
-/// std::invalid_argument naming the key) for a bad combination: exit status 2 before anything runs.
-ModelConfig model_config(const Cell& cell, const TaskSpec& task) {
-  ModelConfig mc;
-  mc.model = cell.get_string("model");
-  apply_task_spec(task, mc);
-  mc.dropout = cell.get_float("dropout");
-  mc.embedding_dim = cell.get_size("embedding_dim");
-  mc.hidden_size = cell.get_size("hidden_size");
-  const double ratio = cell.get_real("d_ff_ratio");
-  if (mc.is_recurrent()) {
-    mc.num_layers = cell.get_size("num_layers");
-    mc.nonlinearity = cell.get_string("nonlinearity");
-  } else if (mc.model == "tcn") {
-    mc.kernel_size = cell.get_size("kernel_size");
-    const std::size_t levels = cell.get_size("tcn_levels");
-    mc.num_layers = levels > 0 ? levels : tcn_levels_for(task.seq_len, mc.kernel_size);
-    mc.weight_norm = cell.get_int("weight_norm") != 0;
-  } else {  // transformer_decoder
-    mc.num_layers = cell.get_size("transformer_layers");
-    mc.n_heads = cell.get_size("n_heads");
-    mc.positional_encoding = cell.get_string("positional_encoding");
-    mc.norm_placement = cell.get_string("norm_placement");
-    mc.max_len = mc.train_len = task.seq_len;
-    mc.embedding_dim = mc.hidden_size;
-    mc.d_ff = std::max<std::size_t>(
-        1, static_cast<std::size_t>(std::llround(ratio * static_cast<double>(mc.hidden_size))));
-  }
-  const std::size_t budget = cell.get_size("param_budget");
-  if (budget > 0) mc = hidden_size_for_budget(mc, budget, ratio);
-  mc.validate();
-  return mc;
+std::unique_ptr<Optimizer> optimizer_at(const Cell& cell, const std::vector<Parameter*>& params, double lr) {
+  OptimizerConfig oc;
+  oc.lr = static_cast<float>(lr);
+  oc.weight_decay = cell.get_float("weight_decay");
+  return make_optimizer(cell.get_string("optimizer"), params, oc);
+}
+
+/// One trial of the learning-rate pilot: the model of replicate 0 (its initialisation stream)
+/// trained for pilot_steps updates on replicate 0's training stream at `lr`, then its loss on
+/// replicate 0's validation split `val`; NaN if it diverged.
+double pilot_trial(const Cell& cell, const std::vector<std::unique_ptr<Task>>& tasks, const ModelConfig& mc,
+                   const TestSet& val, double lr) {
+  Rng init(experiment::stream_seed(cell.base_seed, 0, kInitStream));
+  Rng train_rng(experiment::stream_seed(cell.base_seed, 0, kTrainStream));
+  const auto model = make_model(mc, init);
+  model->train();
+  const auto params = model->parameters();
+  auto optim = optimizer_at(cell, params, lr);
+  TrainOptions o;
+  o.steps = cell.get_int32("pilot_steps");
+  o.clip_norm = cell.get_real("clip_norm");
+  o.quiet = true;
+  const std::size_t batch = cell.get_size("batch");
+  CrossEntropyLoss ce(kIgnoreTarget);
+  const TrainResult r = train_loop(o, params, *optim, schedule_at(cell, lr, o.steps), [&](int step) {
+    const Task& t = *tasks[static_cast<std::size_t>(step) % tasks.size()];
+    return loss_and_grad(*model, t.sample(batch, train_rng), ce);
+  });
+  if (r.diverged) return kNaN;
+  model->eval();
+  const double v = evaluate(*model, val, tasks.back()->spec().target == "values").test_loss;
+  return std::isfinite(v) ? v : kNaN;
 }
 
 void validate(const Cell& cell) {
@@ -165,122 +140,92 @@ void validate(const Cell& cell) {
   model_config(cell, training_tasks(cell).back()->spec());  // task/length, budget, model fields
 }
 
-/// The fixed test set of a cell, from the replicate's test stream (evaluation.hpp).
-TestSet make_test(const Cell& cell, const std::vector<std::unique_ptr<Task>>& train) {
-  TestSet s;
-  Rng rng(cell.stream_seed(kTestStream));
-  const std::size_t n = cell.get_size("test_batch");
-  const std::string task = cell.get_string("task");
-  if (task == "distance_probe") {
-    for (int d : probe_distances(cell.get_int32("length"), cell.get_int32("distance_bins"))) {
-      s.batches.push_back(make_task(task, task_params(cell, 0, d))->sample(n, rng));
-      s.groups.push_back(0);
-    }
-    s.attention_batch = s.batches.size() / 2;
-    return s;
-  }
-  const auto pairs = task == "mqar" ? cell.get_int_list("mqar_pairs") : std::vector<std::int64_t>{0};
-  for (std::size_t k = 0; k < train.size(); ++k) {
-    s.batches.push_back(train[k]->sample(n, rng));
-    s.groups.push_back(static_cast<int>(pairs[k]));
-  }
-  s.attention_batch = s.batches.size() - 1;
-  return s;
-}
-
-/// Mean squared error of predictions [B, 1, 1] against values [B, 1, 1]; fills dL/dpred.
-double mse_and_grad(const Tensor3& pred, const Tensor3& target, Tensor3& dpred) {
-  const std::size_t B = pred.shape()[0];
-  dpred = Tensor3::from_shape(pred.shape());
-  double s = 0;
-  for (std::size_t b = 0; b < B; ++b) {
-    const double e = double(pred(b, 0, 0)) - double(target(b, 0, 0));
-    s += e * e;
-    dpred(b, 0, 0) = static_cast<float>(2.0 * e / double(B));
-  }
-  return s / double(B);
-}
-
-/// Forward and backward of the loss on `b` (cross-entropy over its scored targets, or MSE).
-double loss_and_grad(SequenceModel& model, const TaskBatch& b, CrossEntropyLoss& ce) {
-  if (b.values.size() > 0) {
-    Tensor3 dpred;
-    const double loss = mse_and_grad(model.forward(b.features), b.values, dpred);
-    model.backward(dpred);
-    return loss;
-  }
-  const std::size_t B = b.tokens.shape()[0], S = b.tokens.shape()[1];
-  const double loss = ce.forward(rows_of(model.forward(b.tokens)), ids_of(b.targets));
-  model.backward(unrows(ce.backward(), B, S));
-  return loss;
-}
-
-/// Gradient norms ‖∂L/∂u_t‖ [S] for the loss on the dependent positions of a fixed batch of the
-/// last training task (copy memory: the recall positions only), model in eval mode. Leaves the
-/// parameter grads zeroed and the model in train mode.
-std::vector<double> input_grad_norms(SequenceModel& model, const Cell& cell, const Task& task) {
-  Rng rng(cell.stream_seed(kGradStream));
-  TaskBatch b = task.sample(cell.get_size("grad_batch"), rng);
-  if (b.targets.size() > 0)
-    for (std::size_t i = 0; i < b.targets.size(); ++i)
-      if (b.distances.data()[i] <= 0) b.targets.data()[i] = kIgnoreTarget;
-  model.eval();
-  model.zero_grad();
-  CrossEntropyLoss ce(kIgnoreTarget);
-  loss_and_grad(model, b, ce);
-  const Tensor1& g = model.input_grad_norms();
-  std::vector<double> out(g.begin(), g.end());
-  model.zero_grad();
-  model.train();
-  return out;
-}
-
 void run_cell(const Cell& cell, CellOutput& out) {
   const std::vector<std::unique_ptr<Task>> tasks = training_tasks(cell);
   const TaskSpec spec = tasks.back()->spec();
   const ModelConfig mc = model_config(cell, spec);
   const std::string model_name = cell.get_string("model");
   const std::size_t batch = cell.get_size("batch"), S = spec.seq_len;
-  const int steps = cell.get_int32("steps");
+  const int steps = cell.get_int32("steps"), patience = cell.get_int32("patience");
+  const double solved_loss = cell.get_real("solved_loss");
+  const bool values = spec.target == "values";
+  const bool validating = patience > 0 || solved_loss > 0;
+  Row id;
+  id.add("experiment", kName)
+      .add("task", cell.get_string("task"))
+      .add("model", model_name)
+      .add("length", cell.get_int("length"))
+      .add("width", cell.get_int("width"))
+      .add("seq_len", S)
+      .add("seed", cell.replicate);
+
+  // The learning rate: the pilot's choice over lr_grid (once per arm, on replicate 0's streams,
+  // shared by the replicates through <out>/pilots), or the lr key.
+  double lr = cell.get_real("lr");
+  const bool pilot = cell.get_int("pilot_steps") > 0;
+  if (pilot) {
+    const TestSet val0 = make_split(cell, tasks, 0, kValStream, cell.get_size("val_batch"), false);
+    nlohmann::json group = cell.fingerprint(kName);
+    group["replicate"] = 0;
+    const std::vector<double> grid = cell.get_real_list("lr_grid");
+    const LrChoice c = shared_choose_lr(cell, "lr pilot of " + group.dump(), grid,
+                                        [&](double x) { return pilot_trial(cell, tasks, mc, val0, x); });
+    lr = c.lr;
+    for (std::size_t i = 0; i < grid.size(); ++i)
+      out.add_row(Row(id).add("lr", grid[i]).add("pilot_steps", cell.get_int("pilot_steps"))
+                      .add("val_loss", c.val_loss[i]).add("chosen", i == c.index ? 1 : 0)
+                      .add("all_diverged", c.all_diverged ? 1 : 0), "lr_pilot");
+  }
 
   Rng init_rng(cell.stream_seed(kInitStream));
   const std::unique_ptr<SequenceModel> model_ptr = make_model(mc, init_rng);
   SequenceModel& model = *model_ptr;
   model.train();
   const std::vector<Parameter*> params = model.parameters();
-  OptimizerConfig oc;
-  oc.lr = cell.get_float("lr");
-  oc.weight_decay = cell.get_float("weight_decay");
-  auto optim = make_optimizer(cell.get_string("optimizer"), params, oc);
+  auto optim = optimizer_at(cell, params, lr);
 
-  const TestSet test = make_test(cell, tasks);
+  const TestSet test = make_split(cell, tasks, cell.replicate, kTestStream, cell.get_size("test_batch"), true);
+  const std::vector<TaskSpec> specs = split_specs(cell, test, tasks);
+  const Baseline base = pooled_baseline(test, specs);
+  TestSet val;
+  double val_base = kNaN;
+  if (validating) {
+    val = make_split(cell, tasks, cell.replicate, kValStream, cell.get_size("val_batch"), false);
+    val_base = pooled_baseline(val, split_specs(cell, val, tasks)).loss;
+  }
   Rng train_rng(cell.stream_seed(kTrainStream));
-  Row id;
-  id.add("experiment", kName)
-      .add("task", cell.get_string("task"))
-      .add("model", model_name)
-      .add("length", cell.get_int("length"))
-      .add("seq_len", S)
-      .add("seed", cell.replicate);
-
   const std::vector<double> grad_init = input_grad_norms(model, cell, *tasks.back());
 
+  // Training: up to `steps` updates; every log_every updates a curve row with the validation loss,
+  // which stops the run when it is below solved_loss x its baseline (solved) or has not improved
+  // by min_delta (relative) for `patience` evaluations (EarlyStopping).
   CrossEntropyLoss ce(kIgnoreTarget);
+  EarlyStopping stopper(std::max(patience, 1), cell.get_real("min_delta"));
+  int stop_code = kMaxSteps;
+  double last_val = kNaN;
   TrainingPhase phase(cell, out, &model, "train");
-  phase.steps(steps).clip_norm(cell.get_real("clip_norm")).curve(cell.get_int32("log_every"), "steps", id);
+  phase.steps(steps).clip_norm(cell.get_real("clip_norm"));
+  phase.every(cell.get_int32("log_every"), [&](const TrainingWindow& w) {
+    const double v = validating ? evaluate(model, val, values).test_loss : kNaN;
+    out.add_row(Row(id).add("step", w.step).add("train_loss", w.mean_loss).add("grad_norm", w.mean_grad_norm)
+                    .add("lr", w.lr).add("val_loss", v), "steps");
+    if (!validating) return false;
+    last_val = v;
+    const bool no_gain = stopper.update(v, w.step);
+    if (solved_loss > 0 && v <= solved_loss * val_base) stop_code = kSolved;
+    else if (patience > 0 && no_gain) stop_code = kNoImprovement;
+    return stop_code != kMaxSteps;
+  });
   phase.state().add("train_rng", train_rng);
-  const PhaseResult tr = phase.run(params, *optim, experiment::cell_schedule(cell), [&](int step) {
+  stopper.register_state(phase.state(), "early_stopping");
+  phase.state().add("stop_code", stop_code);
+  phase.state().add("last_val_loss", last_val);
+  const PhaseResult tr = phase.run(params, *optim, schedule_at(cell, lr, steps), [&](int step) {
     const Task& t = *tasks[static_cast<std::size_t>(step) % tasks.size()];
     return loss_and_grad(model, t.sample(batch, train_rng), ce);
   });
 
-  const bool values = spec.target == "values";
   const Evaluation ev = evaluate(model, test, values);
-  // The baselines of the test set: each batch's task's, pooled by scored positions (mqar's P).
-  std::vector<TaskSpec> specs;
-  for (const auto& t : tasks) specs.push_back(t->spec());
-  if (cell.get_string("task") == "distance_probe") specs.assign(test.batches.size(), spec);
-  const Baseline base = pooled_baseline(test, specs);
   PhaseResult r = tr;
   r.check_test_loss(ev.test_loss);
   const std::vector<double> grad_trained = input_grad_norms(model, cell, *tasks.back());
@@ -296,11 +241,13 @@ void run_cell(const Cell& cell, CellOutput& out) {
                   .add("d_ff", mc.is_transformer() ? static_cast<std::int64_t>(mc.d_ff) : 0)
                   .add("n_heads", mc.is_transformer() ? static_cast<std::int64_t>(mc.n_heads) : 0)
                   .add("kernel_size", mc.model == "tcn" ? static_cast<std::int64_t>(mc.kernel_size) : 0)
+                  .add("forget_bias", static_cast<double>(mc.forget_bias))
                   .add("receptive_field", model.receptive_field())
                   .add("sequential_steps", model.sequential_steps(S))
                   .add("batch", cell.get_int("batch"))
                   .add("steps", steps)
-                  .add("lr", cell.get_real("lr"))
+                  .add("lr", lr)
+                  .add("lr_source", pilot ? "pilot" : "config")
                   .add("optimizer", cell.get_string("optimizer"))
                   .add("test_loss", ev.test_loss)
                   .add("baseline_loss", base.loss)
@@ -309,6 +256,11 @@ void run_cell(const Cell& cell, CellOutput& out) {
                   .add("diverged", r.diverged ? 1 : 0)
                   .add("diverged_step", r.diverged_step)
                   .add("steps_done", r.steps_done)
+                  .add("stop_reason", stop_name(stop_code, r.diverged))
+                  .add("best_step", validating ? stopper.best_step() : -1)
+                  .add("best_val_loss", validating ? stopper.best_loss() : kNaN)
+                  .add("final_val_loss", last_val)
+                  .add("val_baseline_loss", val_base)
                   .add("final_train_loss", r.final_window_loss)
                   .add("train_time_s", r.train_time_s)
                   .add("ms_per_step", r.steps_done > 0 ? 1000.0 * r.train_time_s / r.steps_done : kNaN));
@@ -326,27 +278,45 @@ int main(int argc, char** argv) {
   spec.description =
       "Claim 2 (README.md claims table): recurrent state decays over long distances (vanishing "
       "gradients, even with LSTM gates); attention links any two positions directly. Trains RNN, "
-      "LSTM, GRU, TCN and a decoder-only Transformer at a matched parameter budget on four tasks "
-      "(copy memory and the adding problem of Bai et al. 2018, multi-query associative recall of "
-      "Arora et al. 2023, and a distance probe) for a grid of task x model x length x seeds, and "
-      "reports test loss and accuracy against the best predictor that ignores the dependency, "
-      "accuracy against the dependency distance, training curves, wall time, and the input "
-      "gradient norm against position at initialisation and after training.";
+      "LSTM (also with forget-gate bias 1: lstm_fb1), GRU, TCN and a decoder-only Transformer at a "
+      "matched parameter budget (or at a given width: the MQAR width study of Arora et al. 2023) "
+      "on four tasks (copy memory and the adding problem of Bai et al. 2018, multi-query "
+      "associative recall, and a distance probe) for a grid of task x model x length x width x "
+      "seeds, each with a learning rate chosen by a pilot on a validation split and early "
+      "stopping, and reports test loss and accuracy against the best predictor that ignores the "
+      "dependency, accuracy against the dependency distance, training and validation curves, and "
+      "the input gradient norm against position at initialisation and after training.";
   spec.experiment_dir = SEQLAB_EXPERIMENT_DIR;
   // Built-in defaults = configs/quick.ini (keys missing from a config file fall back to these).
   spec.options = {
       string_sweep("task", kTasks, "synthetic task (README: what length means for each)").one_of(kTasks),
-      string_sweep("model", kModels, "sequence model (models/ factory)").one_of(kModels),
+      string_sweep("model", kDefaultModels,
+                   "sequence model (models/ factory; lstm_fb1 = lstm with forget-gate bias 1)")
+          .one_of(model_arms()),
       int_sweep("length", {16, 32, 64}, "steps",
                 "task length: copy_memory blank length T (sequence T+20); adding, mqar, "
                 "distance_probe sequence length")
           .at_least(2)
           .at_most(1e5),
+      int_sweep("width", {0}, "units",
+                "0 = match param_budget; > 0 = hidden_size H (tcn channels, transformer d_model) = "
+                "width, parameters not matched (the width study: cells only for mqar at width_length "
+                "and the models of width_models)")
+          .at_least(0)
+          .at_most(65536),
+      int_option("width_length", 64, "steps", "length of the width study's mqar cells").at_least(2).at_most(1e5),
+      choice_list_option("width_models", "rnn lstm gru transformer_decoder", model_arms(),
+                         "models of the width study"),
       int_option("param_budget", 6000, "parameters",
                  "match every model to this many parameters (largest hidden size / d_model within "
                  "it); 0 = use hidden_size")
           .at_least(0)
           .at_most(1e9),
+      int_option("fill_budget", 0, "0/1",
+                 "transformer at a param_budget: 1 = raise d_ff after d_model to fill the budget "
+                 "(d_model moves in coarse steps); 0 = d_ff = d_ff_ratio x d_model")
+          .at_least(0)
+          .at_most(1),
       int_option("hidden_size", 32, "units",
                  "hidden size H (tcn: channels; transformer: d_model) when param_budget = 0")
           .at_least(1)
@@ -392,7 +362,29 @@ int main(int argc, char** argv) {
           .at_most(1e5),
       int_option("batch", 32, "sequences", "training batch size (fresh batch every step)").at_least(1).at_most(1e6),
       int_option("steps", 800, "updates", "optimizer updates").at_least(1).at_most(1e9),
-      real_option("lr", 3e-3, "1", "peak learning rate").greater_than(0),
+      real_option("lr", 3e-3, "1", "peak learning rate when pilot_steps = 0").greater_than(0),
+      real_list_option("lr_grid", "0.001 0.003 0.01", "1",
+                       "learning rates of the pilot (each trained pilot_steps on replicate 0's "
+                       "streams, scored on its validation split; the lowest loss wins)")
+          .greater_than(0),
+      int_option("pilot_steps", 0, "updates", "updates per pilot trial; 0 = no pilot, use lr")
+          .at_least(0)
+          .at_most(1e9)
+          .at_most_key("steps"),
+      int_option("val_batch", 256, "sequences",
+                 "validation split (mqar: per P; probe: distances as in training): pilot and early stopping")
+          .at_least(1)
+          .at_most(1e6),
+      int_option("patience", 0, "evaluations",
+                 "early stopping: stop after this many validation evaluations (one per log_every "
+                 "updates) without a relative improvement of min_delta; 0 = off")
+          .at_least(0)
+          .at_most(1e9),
+      real_option("min_delta", 0.01, "1", "early stopping: relative improvement that counts").at_least(0).at_most(1),
+      real_option("solved_loss", 0, "1",
+                  "stop when the validation loss <= solved_loss x its baseline loss (solved); 0 = off")
+          .at_least(0)
+          .at_most(1),
       string_option("optimizer", "adam", "optimizer").one_of({"adam", "adamw", "sgd"}),
       real_option("weight_decay", 0, "1", "weight decay (L2 for adam/sgd, decoupled for adamw)").at_least(0),
       real_option("clip_norm", 1, "1", "max global gradient norm; 0 disables clipping").at_least(0),
@@ -405,7 +397,7 @@ int main(int argc, char** argv) {
       int_option("grad_batch", 16, "sequences", "sequences of the gradient-norm measurement").at_least(1).at_most(1e6),
       int_option("log_every", 50, "updates", "updates per row of the curve table").at_least(1).at_most(1e9),
   };
-  const std::vector<std::string> ids = {"experiment", "task", "model", "length", "seq_len", "seed"};
+  const std::vector<std::string> ids = {"experiment", "task", "model", "length", "width", "seq_len", "seed"};
   auto with_ids = [&](std::vector<std::string> cols) {
     std::vector<std::string> all = ids;
     all.insert(all.end(), cols.begin(), cols.end());
@@ -414,11 +406,13 @@ int main(int argc, char** argv) {
   spec.tables = {
       {kMainTable,
        with_ids({"derived_seed", "n_params", "param_budget", "hidden_size", "embedding_dim",
-                 "num_layers", "d_ff", "n_heads", "kernel_size", "receptive_field",
-                 "sequential_steps", "batch", "steps", "lr", "optimizer", "test_loss",
+                 "num_layers", "d_ff", "n_heads", "kernel_size", "forget_bias", "receptive_field",
+                 "sequential_steps", "batch", "steps", "lr", "lr_source", "optimizer", "test_loss",
                  "baseline_loss", "test_accuracy", "baseline_accuracy", "diverged", "diverged_step",
-                 "steps_done", "final_train_loss", "train_time_s", "ms_per_step"})},
-      {"steps", with_ids({"step", "train_loss", "grad_norm", "lr"})},
+                 "steps_done", "stop_reason", "best_step", "best_val_loss", "final_val_loss",
+                 "val_baseline_loss", "final_train_loss", "train_time_s", "ms_per_step"})},
+      {"steps", with_ids({"step", "train_loss", "grad_norm", "lr", "val_loss"})},
+      {"lr_pilot", with_ids({"lr", "pilot_steps", "val_loss", "chosen", "all_diverged"})},
       {"distance", with_ids({"n_pairs", "distance", "distance_lo", "distance_hi", "n_scored",
                              "accuracy", "loss", "baseline_accuracy", "baseline_loss"})},
       {"grad_norms", with_ids({"phase", "position", "steps_before_end", "input_grad_norm",
@@ -429,6 +423,7 @@ int main(int argc, char** argv) {
   spec.default_seeds = 3;
   spec.timing_columns = {"train_time_s", "ms_per_step"};
   spec.validate = validate;
+  spec.keep = keep;
   spec.run_cell = run_cell;
   return run_experiment(argc, argv, spec);
 }

@@ -1,7 +1,8 @@
 // The long_range_recall binary at tiny scale: bad input (exit 2, nothing written), --list-cells,
 // every task x every model with valid tables (every column, the expected rows, baselines, matched
 // parameter budgets), determinism, resume after SIGKILL, --force, rerun of a finished sweep,
-// divergence, corrupt cells. Runs the built executable in temporary directories.
+// divergence, corrupt cells, the learning-rate pilot, early stopping, the width study and the
+// forget-gate-bias arm. Runs the built executable in temporary directories.
 #include <catch2/catch.hpp>
 
 #include "seqlab/tasks/copy_memory.hpp"
@@ -116,6 +117,14 @@ TEST_CASE("long_range_recall rejects bad input with exit 2 and writes nothing", 
       {{"--mqar_pairs=none"}, {"mqar_pairs", "'none'"}},
       {{"--mqar_pairs=3"}, {"length", "'8'", "task = mqar", ">= 4 x the largest of mqar_pairs (12"}},
       {{"--mqar_keys=1"}, {"mqar_keys", "'1'", ">= the largest of mqar_pairs (2"}},
+      {{"--model=lstm_fb2"}, {"model", "'lstm_fb2'", "lstm_fb1"}},
+      {{"--width=-1"}, {"width", "'-1'", "[0, 65536]"}},
+      {{"--width_models=lstm mamba"}, {"width_models", "'mamba'"}},
+      {{"--lr_grid=0.001 0"}, {"lr_grid", "'0'"}},
+      {{"--pilot_steps=5"}, {"pilot_steps", "'5'", "<= steps (3)"}},
+      {{"--min_delta=2"}, {"min_delta", "'2'"}},
+      {{"--solved_loss=-0.1"}, {"solved_loss", "'-0.1'"}},
+      {{"--width=4", "--task=adding"}, {"the grid has no cells"}},
       {{"--param_budget=50"}, {"param_budget = 50", "allowed >="}},
       {{"--hidden_size=5", "--model=transformer_decoder"}, {"n_heads = 2", "divisor of hidden_size"}},
       {{"--hidden_size=6", "--model=transformer_decoder"}, {"n_heads = 2", "even head size"}},
@@ -165,16 +174,17 @@ TEST_CASE("long_range_recall lists its cells and documents its keys", "[integrat
                     d.path);
   CHECK(r.code == 0);
   CHECK(r.out ==
-        "0 task=adding model=lstm length=8 seed=0\n1 task=adding model=lstm length=8 seed=1\n"
-        "2 task=adding model=lstm length=12 seed=0\n3 task=adding model=lstm length=12 seed=1\n"
-        "4 task=mqar model=lstm length=8 seed=0\n5 task=mqar model=lstm length=8 seed=1\n"
-        "6 task=mqar model=lstm length=12 seed=0\n7 task=mqar model=lstm length=12 seed=1\n");
+        "0 task=adding model=lstm length=8 width=0 seed=0\n1 task=adding model=lstm length=8 width=0 seed=1\n"
+        "2 task=adding model=lstm length=12 width=0 seed=0\n3 task=adding model=lstm length=12 width=0 seed=1\n"
+        "4 task=mqar model=lstm length=8 width=0 seed=0\n5 task=mqar model=lstm length=8 width=0 seed=1\n"
+        "6 task=mqar model=lstm length=12 width=0 seed=0\n7 task=mqar model=lstm length=12 width=0 seed=1\n");
   CHECK_FALSE(fs::exists(d.path / "res"));
   const Run help = run({"--help"}, d.path);
   CHECK(help.code == 0);
   for (const char* k : {"--task=LIST", "--model=LIST", "--length=LIST", "--param_budget=VALUE",
                         "[parameters]", "--d_ff_ratio", "--mqar_pairs", "--distance_bins", "--grad_batch",
-                        "--tcn_levels", "--positional_encoding", "--seeds"}) {
+                        "--tcn_levels", "--positional_encoding", "--seeds", "--width=LIST", "--lr_grid",
+                        "--pilot_steps", "--patience", "--solved_loss", "lstm_fb1"}) {
     INFO(k);
     CHECK_THAT(help.out, Catch::Contains(k));
   }
@@ -191,11 +201,12 @@ TEST_CASE("long_range_recall runs every task and model and writes valid tables",
   const Csv main_csv = parse_csv(main_text);
   REQUIRE(main_csv.rows.size() == 20);
   const std::vector<std::string> main_cols = {
-      "experiment", "task", "model", "length", "seq_len", "seed", "derived_seed", "n_params",
+      "experiment", "task", "model", "length", "width", "seq_len", "seed", "derived_seed", "n_params",
       "param_budget", "hidden_size", "embedding_dim", "num_layers", "d_ff", "n_heads", "kernel_size",
-      "receptive_field", "sequential_steps", "batch", "steps", "lr", "optimizer", "test_loss",
-      "baseline_loss", "test_accuracy", "baseline_accuracy", "diverged", "diverged_step", "steps_done",
-      "final_train_loss", "train_time_s", "ms_per_step"};
+      "forget_bias", "receptive_field", "sequential_steps", "batch", "steps", "lr", "lr_source",
+      "optimizer", "test_loss", "baseline_loss", "test_accuracy", "baseline_accuracy", "diverged",
+      "diverged_step", "steps_done", "stop_reason", "best_step", "best_val_loss", "final_val_loss",
+      "val_baseline_loss", "final_train_loss", "train_time_s", "ms_per_step"};
   CHECK(main_csv.header == main_cols);
   const std::vector<std::string> tasks = {"copy_memory", "adding", "mqar", "distance_probe"};
   const std::vector<std::string> models = {"rnn", "lstm", "gru", "tcn", "transformer_decoder"};
@@ -206,6 +217,9 @@ TEST_CASE("long_range_recall runs every task and model and writes valid tables",
     CHECK(main_csv.at(i, "model") == models[i % 5]);
     CHECK(main_csv.at(i, "diverged") == "0");
     CHECK(main_csv.at(i, "steps_done") == "3");
+    CHECK(main_csv.at(i, "stop_reason") == "max_steps");  // no early stopping in this config
+    CHECK(main_csv.at(i, "lr_source") == "config");
+    CHECK(main_csv.at(i, "best_val_loss") == "nan");
     CHECK(std::stod(main_csv.at(i, "n_params")) > 0);
     CHECK(std::isfinite(std::stod(main_csv.at(i, "test_loss"))));
     const std::string task = main_csv.at(i, "task");
@@ -249,12 +263,12 @@ TEST_CASE("long_range_recall runs every task and model and writes valid tables",
   }
   // Steps: 3 updates logged every 2 -> rows at 2 and 3 per cell.
   const Csv steps = parse_csv(slurp(ref / "long_range_recall_steps.csv"));
-  CHECK(steps.header == std::vector<std::string>{"experiment", "task", "model", "length", "seq_len", "seed",
-                                                 "step", "train_loss", "grad_norm", "lr"});
+  CHECK(steps.header == std::vector<std::string>{"experiment", "task", "model", "length", "width", "seq_len",
+                                                 "seed", "step", "train_loss", "grad_norm", "lr", "val_loss"});
   CHECK(steps.rows.size() == 40);
   // Distance: copy memory one row at T + 10 = 18; the probe its 3 evaluated distances 1, 4, 7.
   const Csv dist = parse_csv(slurp(ref / "long_range_recall_distance.csv"));
-  CHECK(dist.header == std::vector<std::string>{"experiment", "task", "model", "length", "seq_len", "seed",
+  CHECK(dist.header == std::vector<std::string>{"experiment", "task", "model", "length", "width", "seq_len", "seed",
                                                 "n_pairs", "distance", "distance_lo", "distance_hi",
                                                 "n_scored", "accuracy", "loss", "baseline_accuracy",
                                                 "baseline_loss"});
@@ -276,7 +290,7 @@ TEST_CASE("long_range_recall runs every task and model and writes valid tables",
   }
   // Gradient norms: init and trained, one row per position of every cell.
   const Csv grad = parse_csv(slurp(ref / "long_range_recall_grad_norms.csv"));
-  CHECK(grad.header == std::vector<std::string>{"experiment", "task", "model", "length", "seq_len", "seed",
+  CHECK(grad.header == std::vector<std::string>{"experiment", "task", "model", "length", "width", "seq_len", "seed",
                                                 "phase", "position", "steps_before_end", "input_grad_norm",
                                                 "relative_grad_norm"});
   CHECK(grad.rows.size() == 5 * 2 * (28 + 8 + 8 + 8));
@@ -390,7 +404,7 @@ TEST_CASE("long_range_recall is deterministic resumable and skips finished cells
                          d.path);
   REQUIRE(forced.code == 0);
   CHECK_THAT(forced.err, !Catch::Contains("skipped"));
-  CHECK_THAT(forced.err, Catch::Contains("cell 7/8 (task=adding model=transformer_decoder length=8 seed=1): done in"));
+  CHECK_THAT(forced.err, Catch::Contains("cell 7/8 (task=adding model=transformer_decoder length=8 width=0 seed=1): done in"));
   for (const auto& t : tables) CHECK(table(ref, t) == table(again, t));
 
   // Partial runs (one Slurm task per cell) then --merge give the same tables.
@@ -428,7 +442,7 @@ TEST_CASE("long_range_recall records divergence as a result", "[integration][lon
   CHECK(c.at(0, "diverged_step") == "1");
   CHECK(c.at(0, "steps_done") == "1");
   // The other tables are always written, so no stale table from another run can sit beside them.
-  CHECK(slurp(out / "long_range_recall_steps.csv").rfind("experiment,task,model,length,seq_len,seed,step,", 0) == 0);
+  CHECK(slurp(out / "long_range_recall_steps.csv").rfind("experiment,task,model,length,width,seq_len,seed,step,", 0) == 0);
   CHECK(slurp(out / "long_range_recall_attention.csv").rfind("experiment,task,model,", 0) == 0);
 }
 
@@ -455,11 +469,89 @@ TEST_CASE("long_range_recall merges only intact cells", "[integration][long_rang
   INFO(m.err);
   CHECK(m.code == 1);
   CHECK_THAT(m.err, Catch::Contains("1 of 1 cells are corrupt: 0") &&
-                        Catch::Contains("task=copy_memory model=gru length=8 seed=0"));
+                        Catch::Contains("task=copy_memory model=gru length=8 width=0 seed=0"));
   // A rerun recomputes it; the merged CSV is the same as before.
   const Run again = run(args, d.path);
   CHECK(again.code == 0);
   CHECK_THAT(again.err, Catch::Contains("is corrupt"));
   CHECK(drop_column(drop_column(slurp(out / "long_range_recall.csv"), "train_time_s"), "ms_per_step") ==
         drop_column(drop_column(good_csv, "train_time_s"), "ms_per_step"));
+}
+
+TEST_CASE("long_range_recall tunes the learning rate, stops early, runs the width study and the forget-bias arm", "[integration][long_range_recall]") {
+  TempDir d;
+  const fs::path ini = tiny_ini(d.path);
+  const fs::path out = d.path / "res";
+  const std::vector<std::string> args = tiny(
+      ini, out, {"--task=mqar,distance_probe", "--model=lstm,lstm_fb1,transformer_decoder", "--width=0,4",
+                 "--width_length=8", "--width_models=lstm transformer_decoder", "--seeds=2", "--steps=8",
+                 "--pilot_steps=2", "--lr_grid=0.001 0.01", "--patience=1", "--min_delta=0.5"});
+  // The width study exists for mqar at width_length and the models of width_models only.
+  const Run list = run(args, d.path);
+  INFO(list.err);
+  REQUIRE(list.code == 0);
+  const Csv c = parse_csv(slurp(out / "long_range_recall.csv"));
+  REQUIRE(c.rows.size() == 2 * 3 * 2 + 2 * 2);
+  std::map<std::string, std::set<std::string>> lr_of;   // arm -> chosen lr over replicates
+  std::map<std::string, std::string> params_of;         // task/model/width -> n_params
+  for (std::size_t i = 0; i < c.rows.size(); ++i) {
+    const std::string arm = c.at(i, "task") + "/" + c.at(i, "model") + "/" + c.at(i, "width");
+    INFO(arm << " seed " << c.at(i, "seed"));
+    CHECK(c.at(i, "lr_source") == "pilot");
+    CHECK((c.at(i, "lr") == "0.001" || c.at(i, "lr") == "0.01"));
+    lr_of[arm].insert(c.at(i, "lr"));
+    params_of[arm] = c.at(i, "n_params");
+    const std::string why = c.at(i, "stop_reason");
+    CHECK((why == "max_steps" || why == "no_improvement" || why == "solved"));
+    const int done = std::stoi(c.at(i, "steps_done"));
+    CHECK(done <= 8);
+    if (why == "no_improvement") CHECK(done < 8);
+    CHECK(std::stoi(c.at(i, "best_step")) >= 2);
+    CHECK(std::isfinite(std::stod(c.at(i, "best_val_loss"))));
+    CHECK(std::stod(c.at(i, "val_baseline_loss")) > 0);
+    if (c.at(i, "width") == "4") {
+      CHECK(c.at(i, "task") == "mqar");
+      CHECK(c.at(i, "model") != "lstm_fb1");
+      CHECK(c.at(i, "hidden_size") == "4");
+    }
+    CHECK(c.at(i, "forget_bias") == (c.at(i, "model") == "lstm_fb1" ? "1" : "0"));
+  }
+  // One learning rate per arm: the pilot runs on replicate 0's streams, so every replicate agrees.
+  for (const auto& [arm, lrs] : lr_of) {
+    INFO(arm);
+    CHECK(lrs.size() == 1);
+  }
+  // Computed once per arm and shared through <out>/pilots (the build is identified by the
+  // executable's bytes): one file per arm, none per replicate.
+  std::size_t pilot_files = 0;
+  for (const auto& e : fs::directory_iterator(out / "pilots")) pilot_files += e.path().extension() == ".json";
+  CHECK(pilot_files == lr_of.size());
+  // lstm_fb1 is the lstm with a shifted bias: the same size.
+  CHECK(params_of["mqar/lstm_fb1/0"] == params_of["mqar/lstm/0"]);
+  // The pilot table: every grid value per cell, one chosen, the same losses for both replicates.
+  const Csv pilot = parse_csv(slurp(out / "long_range_recall_lr_pilot.csv"));
+  CHECK(pilot.header == std::vector<std::string>{"experiment", "task", "model", "length", "width", "seq_len",
+                                                 "seed", "lr", "pilot_steps", "val_loss", "chosen", "all_diverged"});
+  REQUIRE(pilot.rows.size() == 2 * c.rows.size());
+  std::map<std::string, std::set<std::string>> losses;
+  for (std::size_t i = 0; i < pilot.rows.size(); ++i)
+    losses[pilot.at(i, "task") + pilot.at(i, "model") + pilot.at(i, "width") + pilot.at(i, "lr")].insert(
+        pilot.at(i, "val_loss"));
+  for (const auto& [k, v] : losses) CHECK(v.size() == 1);
+  // The validation curve: one val_loss per logged window, finite.
+  const Csv steps = parse_csv(slurp(out / "long_range_recall_steps.csv"));
+  for (std::size_t i = 0; i < steps.rows.size(); ++i) CHECK(std::isfinite(std::stod(steps.at(i, "val_loss"))));
+  // Deterministic: a second run from scratch gives the same tables (timing columns aside).
+  const fs::path again = d.path / "again";
+  auto args2 = args;
+  args2[1] = "--out=" + again.string();
+  REQUIRE(run(args2, d.path).code == 0);
+  for (const std::string t : {"", "_steps", "_lr_pilot", "_distance"}) {
+    INFO("table " << t);
+    auto text = [&](const fs::path& dir) {
+      const std::string x = slurp(dir / ("long_range_recall" + t + ".csv"));
+      return t.empty() ? drop_column(drop_column(x, "train_time_s"), "ms_per_step") : x;
+    };
+    CHECK(text(again) == text(out));
+  }
 }

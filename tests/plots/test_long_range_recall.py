@@ -1,22 +1,29 @@
 #!/usr/bin/python3
 """plots/plot_long_range_recall.py on its committed fixture (tests/plots/fixtures/long_range_recall:
 the merged CSVs and meta.json of a real tiny run of the long_range_recall binary: every task and
-model, length 8, 3 seeds, 150 updates of 8-unit models; command line in its meta.json, with the
-config file's keys task/model all, length 8, param_budget 0, hidden_size 4 (overridden to 8),
-embedding_dim 3, n_heads 2, d_ff_ratio 2, transformer_layers 2, kernel_size 2, mqar_pairs "1 2",
-mqar_keys 4, mqar_values 3, probe_symbols 3, probe_fillers 2, distance_bins 3, batch 4).
+model (lstm_fb1 too), length 12, 3 seeds, a learning-rate pilot of 20 updates over 0.003 and 0.01,
+150 updates of 8-unit models, and the width study's mqar cells at widths 4 and 8 for LSTM and
+Transformer; command line in its meta.json, with the config file's (configs/tiny.ini) other keys:
+param_budget 0, embedding_dim 3, n_heads 2, d_ff_ratio 2, transformer_layers 2, kernel_size 2,
+mqar_pairs "2 3" (overridden), mqar_keys 4, mqar_values 3, probe_symbols 3, probe_fillers 2,
+distance_bins 3, batch 4).
 
 Checks: the script exits 0 and writes every figure as PNG and PDF; verdicts() returns one
-well-formed row per task plus the gradient row (no task decided on the fixture's single length),
-and writes nothing; the key-agnostic MQAR and most-frequent-symbol copy floors; its decision rules
-on edited copies of the fixture with lengths 8, 16, 32 (a Transformer at accuracy 1 (adding: MSE 0)
-and recurrent models falling with length: "holds"; a GRU at 1 with the Transformer: "inconclusive:
-ceiling"; a GRU flat below 1: "depends on the recurrent cell"; an LSTM at the baseline at every
-length: its part is the floor; recurrent models improving with length: "fails"; gradients
-vanishing by 9 decades for RNN/LSTM/GRU and not for the Transformer: "holds", not after training for
-the LSTM: "depends on the training phase and the recurrent cell"; fewer than 3 seeds:
-"inconclusive"); a CSV without one of its columns makes the script exit 2 naming the column
-and verdicts() raise DataError; a missing CSV likewise. Exit status 0 when every check passes.
+well-formed row per task plus the gradient and the width-study rows (no task decided on the
+fixture's single length), and writes nothing; the key-agnostic MQAR and most-frequent-symbol copy
+floors; its decision rules on edited copies of the fixture with lengths 12, 24, 48 (a Transformer
+at accuracy 1 (adding: MSE 0) and recurrent models falling with length: "holds"; curves still
+falling: "not converged" unless early stopping ended the runs; a GRU at 1 with the Transformer:
+"inconclusive: ceiling"; a GRU flat below 1: "depends on the recurrent cell"; an LSTM at the
+baseline at every length: its part is the floor; recurrent models improving with length: "fails");
+the gradient rule on decay rates (recurrent profiles falling 0.2 decades per step and a flat
+Transformer: "holds"; a flat trained LSTM: "depends on the training phase and the recurrent
+cell"); the width rule (a Transformer solving every width and an LSTM that falls with the pairs
+and rises with the width: "holds"; an LSTM solving everything at every width: it "fails" for the
+LSTM); fewer than 3 seeds: "inconclusive"; a CSV without one of its columns makes the script exit
+2 naming the column and verdicts() raise DataError; a missing CSV likewise; the committed quick run
+of the old schema (no width, pilot or stop columns) still reads. Exit status 0 when every check
+passes.
 """
 import contextlib
 import io
@@ -35,7 +42,10 @@ plot = import_plots_module("plot_long_range_recall")
 st = import_plots_module("seqlab_style")
 
 NAME = "long_range_recall"
-FIGURES = [NAME + s for s in ("_distance", "_length", "_grad_norms", "_attention", "_curves")]
+FIGURES = [NAME + s for s in ("_distance", "_length", "_grad_norms", "_attention", "_curves", "_copy_curves",
+                              "_mqar_width")]
+TABLES = ("", "_steps", "_distance", "_grad_norms", "_attention", "_lr_pilot")
+L0 = 12  # the fixture's length
 
 
 def run_in_process(res):
@@ -66,16 +76,16 @@ def edit(path, match, column, value):
 
 
 def add_lengths(res, lengths):
-    """Copies every length-8 row of every table to each of `lengths` (length and seq_len set to
-    it): a fixture with a swept length, for the trend rules."""
-    for suffix in ("", "_steps", "_distance", "_grad_norms", "_attention"):
+    """Copies every row of the matched-budget design (width 0) of every table to each of
+    `lengths` (length and seq_len set to it): a fixture with a swept length, for the trend rules."""
+    for suffix in TABLES:
         p = table_path(res, suffix)
         rows = read_rows(p)
         h = rows[0]
         extra = []
         for L in lengths:
             for r in rows[1:]:
-                if r[h.index("length")] == "8":
+                if r[h.index("length")] == str(L0) and r[h.index("width")] == "0":
                     c = list(r)
                     c[h.index("length")] = str(L)
                     if "seq_len" in h and c[h.index("task")] != "copy_memory":
@@ -111,84 +121,121 @@ def main():
         before = snapshot(tmp)
         v = plot.verdicts(res)
         check(snapshot(tmp) == before, "verdicts() writes no file")
-        check(isinstance(v, list) and len(v) == 5, f"5 verdict rows: one per task and the gradient row (got {len(v)})")
+        check(isinstance(v, list) and len(v) == 6,
+              f"6 verdict rows: one per task, the gradient row and the width study (got {len(v)})")
         check_verdict_rows(v)
         for row in v:
             check("3 seeds" in row["measured"], f"measured names the seeds: {row['measured'][:120]}")
         check(any("Bai et al. 2018" in row["anchor"] and "3.5e-5" in row["anchor"] for row in v),
               "copy-memory anchor quotes Bai et al.'s Table 1")
+        check("learning rate from the pilot" in v[0]["measured"], f"the pilot's choice is reported: {v[0]['measured'][-300:]}")
         # One length in the fixture: no trend over lengths, so no task is decided.
-        for row in v[:-1]:
+        for row in v[:4]:
             check(row["kind"].startswith("inconclusive"), f"one length decides nothing: {row['verdict']}")
 
-        # The baselines: MQAR's key-agnostic predictor pooled over the fixture's pairs 1+2 of 3
-        # values is (E[max] at P = 1 + E[max] at P = 2) / 3 = (1 + 4/3) / 3 = 7/9; copy memory's most
-        # frequent source symbol of 10 over 8 is 202656935/67108864/10 (tests/unit constants).
+        # The baselines: MQAR's key-agnostic predictor pooled over the fixture's pairs 2+3 of 3
+        # values is (E[max] at P = 2 + E[max] at P = 3) / 5 = (4/3 + 17/9) / 5 = 29/45; copy
+        # memory's most frequent source symbol of 10 over 8 is 202656935/67108864/10 (tests/unit
+        # constants).
         data = plot.Data(res)
-        check(abs(plot.floor_of(data, "mqar", data.main)[0] - 7 / 9) < 1e-14, "MQAR pooled key-agnostic floor")
+        check(abs(plot.floor_of(data, "mqar", data.main)[0] - 29 / 45) < 1e-14, "MQAR pooled key-agnostic floor")
         check(abs(plot.floor_of(data, "copy_memory", data.main)[0] - 202656935 / 67108864 / 10) < 1e-12,
               "copy-memory most-frequent-symbol floor")
+        check(len(data.wmain) == 2 * 2 * 3 and all(r["task"] == "mqar" for r in data.wmain),
+              f"the width study's rows are apart from the main design ({len(data.wmain)} rows)")
 
-        # Decision rules on a swept length (the fixture's rows copied to lengths 16 and 32), on the
+        # Decision rules on a swept length (the fixture's rows copied to lengths 24 and 48), on the
         # distance probe (chance 1/3): the trend of skill against log2 length, per recurrent cell.
         probe = "distance probe:"
         res = fresh(FIXTURE, tmp, "rules")
-        add_lengths(res, [16, 32])
+        add_lengths(res, [24, 48])
         main_csv = table_path(res, "")
-        fall = {8: 1.0, 16: 0.7, 32: 0.4}
-        top = {8: 1.0, 16: 1.0, 32: 1.0}
+        fall = {L0: 1.0, 24: 0.7, 48: 0.4}
+        top = {L0: 1.0, 24: 1.0, 48: 1.0}
         set_by_length(main_csv, "distance_probe", "test_accuracy",
-                      {"transformer_decoder": top, "rnn": fall, "lstm": fall, "gru": fall})
+                      {"transformer_decoder": top, "rnn": fall, "lstm": fall, "lstm_fb1": fall, "gru": fall})
         # The fixture's 150-update curves still fall at the end: the rule holds back.
         check(verdict_of(res, probe) == "inconclusive: not converged",
               f"curves still falling at the end: not converged (got {verdict_of(res, probe)})")
+        # The same curves ended by early stopping count as converged.
+        edit(main_csv, lambda d: d["task"] == "distance_probe", "stop_reason", "no_improvement")
+        check(verdict_of(res, probe) == "holds",
+              f"early-stopped runs: converged, holds (got {verdict_of(res, probe)})")
+        edit(main_csv, lambda d: d["task"] == "distance_probe", "stop_reason", "max_steps")
         edit(table_path(res, "_steps"), lambda d: True, "train_loss", lambda d: 0.5)  # flat curves
         check(verdict_of(res, probe) == "holds",
               f"Transformer at 1, recurrent models falling: holds (got {verdict_of(res, probe)})")
         set_by_length(main_csv, "distance_probe", "test_accuracy", {"gru": top})
         got = verdict_of(res, probe)
         check(got == "inconclusive: ceiling", f"GRU at 1 at every length, with the Transformer: ceiling (got {got})")
-        set_by_length(main_csv, "distance_probe", "test_accuracy", {"gru": {8: 0.8, 16: 0.8, 32: 0.8}})
+        set_by_length(main_csv, "distance_probe", "test_accuracy", {"gru": {L0: 0.8, 24: 0.8, 48: 0.8}})
         got = verdict_of(res, probe)
-        check(got == "depends on the recurrent cell: holds for RNN, LSTM; fails for GRU",
+        check(got == "depends on the recurrent cell: holds for RNN, LSTM, LSTM fb1; fails for GRU",
               f"GRU flat below the ceiling: depends on the recurrent cell (got {got})")
-        set_by_length(main_csv, "distance_probe", "test_accuracy", {"lstm": {8: 0.34, 16: 0.33, 32: 0.33}})
+        set_by_length(main_csv, "distance_probe", "test_accuracy", {"lstm": {L0: 0.34, 24: 0.33, 48: 0.33}})
         got = verdict_of(res, probe)
         check(got is not None and (got.startswith("inconclusive") or got.startswith("depends")),
               f"LSTM at the baseline at every length: not decided for the LSTM (got {got})")
         row = [x for x in plot.verdicts(res) if x["claim"].startswith(probe)][0]
         check("floor for LSTM" in row["verdict"] or "LSTM: inconclusive: floor" in row["reason"],
               f"the LSTM's part is the floor: {row['reason'][:300]}")
+        rise = {L0: 0.4, 24: 0.7, 48: 1.0}
         set_by_length(main_csv, "distance_probe", "test_accuracy",
-                      {"rnn": {8: 0.4, 16: 0.7, 32: 1.0}, "lstm": {8: 0.4, 16: 0.7, 32: 1.0}, "gru": top})
+                      {"rnn": rise, "lstm": rise, "lstm_fb1": rise, "gru": top})
         got = verdict_of(res, probe)
         check(got == "fails", f"recurrent models improving with length: fails (got {got})")
         # The adding problem decides on MSE: a Transformer at 0 against recurrent models rising to
         # the baseline MSE.
         base = float(next(r for r in read_rows(main_csv)[1:] if r[1] == "adding")[read_rows(main_csv)[0].index("baseline_loss")])
-        rise = {8: 0.0, 16: base / 2, 32: base}
-        set_by_length(main_csv, "adding", "test_loss", {"transformer_decoder": {8: 0.0, 16: 0.0, 32: 0.0},
-                                                        "rnn": rise, "lstm": rise, "gru": rise})
+        rise = {L0: 0.0, 24: base / 2, 48: base}
+        set_by_length(main_csv, "adding", "test_loss", {"transformer_decoder": {L0: 0.0, 24: 0.0, 48: 0.0},
+                                                        "rnn": rise, "lstm": rise, "lstm_fb1": rise, "gru": rise})
         got = verdict_of(res, "adding problem")
         check(got == "holds", f"adding: Transformer MSE 0, recurrent rising to the baseline: holds (got {got})")
 
-        # The gradient rule, per phase, on the probe's grad table at the longest length.
+        # The gradient rule, per phase, on the decay rate of the probe's profile at the longest
+        # length: recurrent profiles 10^(-0.2 d), flat for the Transformer and the TCN.
         grad = table_path(res, "_grad_norms")
-        far = lambda d: d["task"] == "distance_probe" and d["length"] == "32" and d["steps_before_end"] == "7"  # noqa: E731
-        edit(grad, far, "relative_grad_norm",
-             lambda d: 0.1 * (1 + int(d["seed"])) if d["model"] in ("transformer_decoder", "tcn") else 1e-10)
+        at48 = lambda d: d["task"] == "distance_probe" and d["length"] == "48"  # noqa: E731
+        edit(grad, at48, "relative_grad_norm",
+             lambda d: 0.1 * (1 + int(d["seed"])) * (1 + 0.001 * int(d["steps_before_end"]) * int(d["seed"]))
+             if d["model"] in ("transformer_decoder", "tcn")
+             else 10 ** (-(0.2 + 0.01 * int(d["seed"])) * int(d["steps_before_end"])))
         gv = lambda: [x for x in plot.verdicts(res) if x["claim"].startswith("vanishing")][0]["verdict"]  # noqa: E731
         check(gv() == "holds", f"gradients vanish for recurrent models only, both phases: holds (got {gv()})")
-        edit(grad, lambda d: far(d) and d["model"] == "lstm" and d["phase"] == "trained", "relative_grad_norm",
+        rates = plot.grad_rates(plot.Data(res), "distance_probe", 48)
+        check(abs(rates[("lstm", "init")][1] - 0.21) < 1e-9, f"decay rate of 10^(-0.21 d): {rates[('lstm', 'init')]}")
+        edit(grad, lambda d: at48(d) and d["model"] == "lstm" and d["phase"] == "trained", "relative_grad_norm",
              lambda d: 0.05 * (1 + int(d["seed"])))
         check(gv() == "depends on the training phase and the recurrent cell: holds for RNN at initialisation, "
-                      "LSTM at initialisation, GRU at initialisation, RNN after training, GRU after training; "
-                      "fails for LSTM after training",
-              f"LSTM gradient within 10x of the Transformer's after training: depends (got {gv()})")
+                      "LSTM at initialisation, LSTM fb1 at initialisation, GRU at initialisation, RNN after training, "
+                      "LSTM fb1 after training, GRU after training; fails for LSTM after training",
+              f"LSTM gradient flat after training: depends (got {gv()})")
+
+        # The width rule on the width study (mqar, widths 4 and 8, pairs 2 and 3): accuracies set in
+        # the distance table per (model, width, P).
+        res = fresh(FIXTURE, tmp, "width")
+        dist = table_path(res, "_distance")
+        wv = lambda: [x for x in plot.verdicts(res) if x["claim"].startswith("MQAR as Zoology")][0]  # noqa: E731
+
+        def set_acc(table):
+            edit(dist, lambda d: d["width"] != "0", "accuracy",
+                 lambda d: table[d["model"]][(int(d["width"]), int(d["n_pairs"]))] - 0.005 * int(d["seed"]))
+        solved = {(w, P): 1.0 for w in (4, 8) for P in (2, 3)}
+        set_acc({"transformer_decoder": solved, "lstm": {(4, 2): 0.9, (4, 3): 0.6, (8, 2): 1.0, (8, 3): 0.95}})
+        for sfx in ("_steps",):
+            edit(table_path(res, sfx), lambda d: True, "train_loss", lambda d: 0.5)
+        got = wv()
+        check(got["verdict"] == "holds", f"attention solves every width, the LSTM needs width: holds "
+                                         f"(got {got['verdict']}: {got['reason'][:400]})")
+        set_acc({"transformer_decoder": solved, "lstm": solved})
+        got = wv()
+        check(got["kind"] != "holds" and "LSTM" in got["reason"],
+              f"an LSTM solving every width and P does not need width: not holds (got {got['verdict']})")
 
         # Fewer than 3 seeds: inconclusive everywhere.
         res = fresh(FIXTURE, tmp, "two_seeds")
-        for suffix in ("", "_steps", "_distance", "_grad_norms", "_attention"):
+        for suffix in TABLES:
             p = table_path(res, suffix)
             rows = read_rows(p)
             i = rows[0].index("seed")
@@ -201,7 +248,7 @@ def main():
         # verdicts() raises DataError naming it.
         cases = [("", "test_accuracy"), ("", "baseline_loss"), ("_distance", "n_scored"),
                  ("_grad_norms", "relative_grad_norm"), ("_steps", "train_loss"),
-                 ("_attention", "attention_prob")]
+                 ("_attention", "attention_prob"), ("_lr_pilot", "val_loss")]
         for k, (suffix, column) in enumerate(cases):
             res = fresh(FIXTURE, tmp, f"drop{suffix}_{column}")
             drop_column(table_path(res, suffix), column)
@@ -228,7 +275,22 @@ def main():
             check(False, "verdicts() without the grad_norms CSV raises DataError")
         except st.DataError:
             pass
-
+        # The schema before the width study, the pilot and early stopping (the committed quick run):
+        # no width, lr_pilot, stop or validation columns; it still reads and judges.
+        res = fresh(FIXTURE, tmp, "old_schema")
+        for suffix in TABLES:
+            p = table_path(res, suffix)
+            if suffix == "_lr_pilot":
+                os.remove(p)
+                continue
+            rows = read_rows(p)
+            w = rows[0].index("width")
+            write_rows(p, [[c for j, c in enumerate(r) if j != w] for r in rows if r[w] in ("0", "width")])
+            for col in ("stop_reason", "lr_source", "val_loss", "best_step", "steps_done"):
+                if col in read_rows(p)[0]:
+                    drop_column(p, col)
+        v = plot.verdicts(res)
+        check(len(v) == 5, f"old schema: the four tasks and the gradient row, no width study (got {len(v)})")
     return finish("all checks passed")
 
 

@@ -225,6 +225,48 @@ TEST_CASE("a full run writes every cell then merges in grid order", "[experiment
   }
 }
 
+TEST_CASE("keep drops grid points: the kept cells are renumbered, run and merged with their own seeds", "[experiment][run]") {
+  TempDir d;
+  const auto ini = write_ini(d.path, "c.ini", "n = 1,2,3\nmode = a,b\nseeds = 2\n");
+  ExperimentSpec spec = toy_spec();
+  spec.options[3] = string_sweep("mode", {"a"}, "a mode").one_of({"a", "b"});
+  spec.validate = nullptr;
+  // A design that is not a product: mode b only at n = 2 (the validate of toy_spec would reject
+  // n = 3 with mode b, so dropped points must not be validated either).
+  spec.keep = [](const Cell& c) { return c.get_string("mode") == "a" || c.get_int("n") == 2; };
+  spec.validate = [](const Cell& c) {
+    if (c.get_string("mode") == "b" && c.get_int("n") != 2) throw ConfigError("mode: dropped point validated");
+  };
+  const auto list = run(spec, {"--config", ini.string(), "--list-cells"});
+  INFO(list.err);
+  REQUIRE(list.code == 0);
+  CHECK(list.out ==
+        "0 n=1 mode=a seed=0\n1 n=1 mode=a seed=1\n2 n=2 mode=a seed=0\n3 n=2 mode=a seed=1\n"
+        "4 n=2 mode=b seed=0\n5 n=2 mode=b seed=1\n6 n=3 mode=a seed=0\n7 n=3 mode=a seed=1\n");
+  const fs::path out = d.path / "res";
+  g_calls = 0;
+  const auto one = run(spec, {"--config", ini.string(), "--out", out.string(), "--quiet", "--cell", "5"});
+  REQUIRE(one.code == 0);
+  CHECK(g_calls == 1);
+  const auto all = run(spec, {"--config", ini.string(), "--out", out.string(), "--quiet"});
+  INFO(all.err);
+  REQUIRE(all.code == 0);
+  CHECK(g_calls == 8);  // the one done is skipped
+  const std::string csv = slurp(out / "toy.csv");
+  CHECK(count_lines(csv) == 9);
+  // Seeds follow the replicate, as in the full grid.
+  CHECK_THAT(csv, Catch::Contains("toy,2,1," + std::to_string(seqlab::derive_seed(1, 1)) + ","));
+  const auto meta = nlohmann::json::parse(slurp(out / "toy.meta.json"));
+  CHECK(meta.at("cells_count") == 8);
+  const auto cell9 = run(spec, {"--config", ini.string(), "--cell", "8", "--out", out.string()});
+  CHECK(cell9.code == 2);  // out of the kept range
+
+  spec.keep = [](const Cell&) { return false; };
+  const auto none = run(spec, {"--config", ini.string(), "--list-cells"});
+  CHECK(none.code == 2);
+  CHECK_THAT(none.err, Catch::Contains("the grid has no cells"));
+}
+
 TEST_CASE("finished cells are skipped and force recomputes them", "[experiment][run]") {
   TempDir d;
   const auto ini = write_ini(d.path, "c.ini", "n = 1,2\n");

@@ -1,10 +1,15 @@
 // experiment/tuning.hpp: the learning-rate pilot's choice and early stopping.
 #include <catch2/catch.hpp>
 
+#include "temp_dir.hpp"
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <vector>
 
+#include "seqlab/experiment/grid.hpp"
 #include "seqlab/experiment/tuning.hpp"
 
 using namespace seqlab::experiment;
@@ -47,4 +52,55 @@ TEST_CASE("early stopping waits `patience` evaluations without a relative improv
   CHECK(es.best_step() == 400);
   CHECK_THROWS_AS(EarlyStopping(0, 0.0), std::invalid_argument);
   CHECK_THROWS_AS(EarlyStopping(1, -1.0), std::invalid_argument);
+}
+
+TEST_CASE("shared_choose_lr runs a pilot once per group and build, and shares its choice", "[experiment][tuning]") {
+  seqlab::test::TempDir d("seqlab_tuning");
+  Cell cell;
+  cell.pilot_dir = (d.path / "pilots").string();
+  cell.build_identity = " threads=1 commit=abc";
+  const std::vector<double> grid = {1e-3, 1e-2};
+  int calls = 0;
+  auto trial = [&](double lr) {
+    ++calls;
+    return lr == 1e-2 ? std::numeric_limits<double>::quiet_NaN() : 0.5;
+  };
+  const LrChoice a = shared_choose_lr(cell, "task=copy model=lstm replicate=0", grid, trial);
+  CHECK(calls == 2);
+  CHECK(a.lr == 1e-3);
+  std::size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(cell.pilot_dir)) files += e.path().extension() == ".json";
+  CHECK(files == 1);
+  // Another cell of the group (another replicate): no trial runs, the same choice and losses.
+  const LrChoice b = shared_choose_lr(cell, "task=copy model=lstm replicate=0", grid, trial);
+  CHECK(calls == 2);
+  CHECK(b.lr == a.lr);
+  CHECK(b.index == a.index);
+  REQUIRE(b.val_loss.size() == 2);
+  CHECK(b.val_loss[0] == 0.5);
+  CHECK(std::isnan(b.val_loss[1]));  // a diverged trial survives the file as NaN
+  // Another group, another build, another grid: computed afresh.
+  shared_choose_lr(cell, "task=copy model=gru replicate=0", grid, trial);
+  CHECK(calls == 4);
+  Cell other = cell;
+  other.build_identity = " threads=2 commit=abc";
+  shared_choose_lr(other, "task=copy model=lstm replicate=0", grid, trial);
+  CHECK(calls == 6);
+  shared_choose_lr(cell, "task=copy model=lstm replicate=0", {1e-3, 3e-3}, trial);
+  CHECK(calls == 8);
+  // A damaged file is recomputed and replaced.
+  for (const auto& e : std::filesystem::directory_iterator(cell.pilot_dir))
+    if (e.path().extension() == ".json") std::ofstream(e.path()) << "{not json";
+  shared_choose_lr(cell, "task=copy model=lstm replicate=0", grid, trial);
+  CHECK(calls == 10);
+  shared_choose_lr(cell, "task=copy model=lstm replicate=0", grid, trial);
+  CHECK(calls == 10);
+  // No sharing without a build identity (an unreadable executable) or a pilot directory.
+  Cell dirty = cell;
+  dirty.build_identity.clear();
+  shared_choose_lr(dirty, "task=copy model=lstm replicate=0", grid, trial);
+  CHECK(calls == 12);
+  Cell bare;
+  shared_choose_lr(bare, "task=copy model=lstm replicate=0", grid, trial);
+  CHECK(calls == 14);
 }

@@ -413,6 +413,9 @@ TEST_CASE("ConfigError names the offending key", "[models][errors]") {
   add("output_size", "tcn", [](ModelConfig& c) { c.output_size = 0; });
   add("padding_idx", "lstm", [](ModelConfig& c) { c.padding_idx = 6; });
   add("padding_idx", "lstm", [](ModelConfig& c) { c.input = "linear"; c.padding_idx = 0; });
+  add("forget_bias", "gru", [](ModelConfig& c) { c.forget_bias = 1.0f; });
+  add("forget_bias", "rnn", [](ModelConfig& c) { c.forget_bias = -1.0f; });
+  add("forget_bias", "lstm", [](ModelConfig& c) { c.forget_bias = std::nanf(""); });
   for (const auto& b : bad) {
     INFO("expected key " << b.key << ", model '" << b.cfg.model << "'");
     bool caught = false;
@@ -596,6 +599,44 @@ TEST_CASE("Dropout is active in train mode only and does not shift the initialis
     const bool train_again = m->forward(x) != c;
     CHECK(train_again);
   }
+}
+
+TEST_CASE("forget_bias shifts only the LSTM forget-gate rows of bias_hh, in every layer", "[models]") {
+  // Gers et al. 2000 / Jozefowicz et al. 2015: forget-gate bias 1 at initialisation. The shift is
+  // added after PyTorch's draw and draws nothing, so every other value equals the bias-0 model's.
+  ModelConfig cfg = tiny("lstm");  // H = 5, 2 layers
+  ModelConfig fb = cfg;
+  fb.forget_bias = 1.0f;
+  Rng r1(77), r2(77);
+  auto m0 = make_model(cfg, r1);
+  auto m1 = make_model(fb, r2);
+  const auto p0 = m0->named_parameters(), p1 = m1->named_parameters();
+  REQUIRE(p0.size() == p1.size());
+  const std::size_t H = cfg.hidden_size;
+  int shifted_layers = 0;
+  for (std::size_t i = 0; i < p0.size(); ++i) {
+    INFO(p0[i].key);
+    REQUIRE(p0[i].key == p1[i].key);
+    const auto& a = p0[i].param->value;
+    const auto& b = p1[i].param->value;
+    const bool is_bias_hh = p0[i].key.find("bias_hh_l") != std::string::npos;
+    for (std::size_t j = 0; j < a.size(); ++j) {
+      const double want = (is_bias_hh && j >= H && j < 2 * H) ? 1.0 : 0.0;
+      CHECK(double(b.data()[j]) - double(a.data()[j]) == Approx(want).margin(1e-6));
+    }
+    shifted_layers += is_bias_hh;
+  }
+  CHECK(shifted_layers == 2);
+  // The forget gate starts near σ(1) ≈ 0.73 instead of σ(0) = 0.5: a slower decay of the cell.
+  // And the shifted model still computes (forward differs, same shapes).
+  Rng rd(5);
+  const IndexTensor2 ids = random_ids(2, 4, cfg.vocab_size, rd);
+  const Tensor3 y0 = m0->forward(ids), y1 = m1->forward(ids);
+  REQUIRE(y0.shape() == y1.shape());
+  CHECK(max_abs_diff(y0, y1) > 0.0);
+  // Budget matching keeps the field and the count (a bias shift adds no parameters).
+  CHECK(count_parameters(fb) == count_parameters(cfg));
+  CHECK(hidden_size_for_budget(fb, 2000).forget_bias == 1.0f);
 }
 
 TEST_CASE("padding_idx reaches the embedding", "[models]") {

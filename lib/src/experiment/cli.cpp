@@ -304,6 +304,20 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
   std::map<std::string, std::vector<Value>> grid_values;
   for (const auto& k : spec.options) grid_values[k.key] = inv.values.at(k.key);
   inv.cells = build_grid(spec.options, grid_values, inv.replicates, inv.base_seed);
+  if (spec.keep) {  // a grid that is not a full product: keep the points the experiment names
+    std::vector<Cell> kept;
+    for (auto& c : inv.cells)
+      if (spec.keep(c)) kept.push_back(std::move(c));
+    if (kept.empty())
+      throw ConfigError("the grid has no cells: the experiment keeps none of its " +
+                        std::to_string(inv.cells.size()) +
+                        " grid points with these sweep values (see its README)");
+    for (std::size_t i = 0; i < kept.size(); ++i) {
+      kept[i].index = i;
+      kept[i].count = kept.size();
+    }
+    inv.cells = std::move(kept);
+  }
   for (const auto& k : spec.options) {  // declared cross-key bounds (OptionSpec::at_most_key)
     if (k.max_key.empty()) continue;
     for (const auto& c : inv.cells) {

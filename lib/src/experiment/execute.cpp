@@ -36,6 +36,20 @@ double process_cpu_seconds() {
          1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
+// 16 hex digits of fnv1a64 of this executable's bytes (/proc/self/exe), read once: what
+// identifies the code that computes a shared pilot (Cell::build_identity), unlike the git commit,
+// which moves when results are committed and says nothing about a dirty tree. "" if unreadable.
+const std::string& executable_hash() {
+  static const std::string hash = [] {
+    const auto bytes = read_text_file("/proc/self/exe");
+    if (!bytes) return std::string();
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(*bytes)));
+    return std::string(hex);
+  }();
+  return hash;
+}
+
 std::string seconds_text(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f", s);
@@ -147,6 +161,9 @@ int execute(const Invocation& inv, const ExperimentSpec& spec) {
       run.checkpoint_identity = fp.dump() + " threads=" + std::to_string(inv.threads) +
                                 " seqlab=" + build.value("seqlab_version", "") +
                                 " commit=" + build.value("git_commit", "");
+      run.pilot_dir = (fs::path(inv.out) / "pilots").string();
+      if (!executable_hash().empty())
+        run.build_identity = " threads=" + std::to_string(inv.threads) + " exe=" + executable_hash();
       const std::string cell_start = utc_now();
       const auto t0 = std::chrono::steady_clock::now();
       const double cpu0 = process_cpu_seconds();

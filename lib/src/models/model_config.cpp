@@ -123,6 +123,9 @@ void ModelConfig::validate() const {
                         "unset with input = linear (it applies to token ids only)");
   }
   if (family->validate_body) family->validate_body(*this);
+  if (!std::isfinite(forget_bias) || (forget_bias != 0.0f && model != "lstm"))
+    throw ConfigError("forget_bias", float_string(forget_bias),
+                      model == "lstm" ? "a finite value" : "0 unless model = lstm (the forget gate's bias)");
   if (!(dropout >= 0.0f && dropout < 1.0f))
     throw ConfigError("dropout", float_string(dropout), "in [0, 1)");
   require_positive("output_size", output_size);

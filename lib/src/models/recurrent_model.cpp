@@ -22,6 +22,14 @@ RecurrentModel::RecurrentModel(const ModelConfig& cfg, Rng& rng)
       layer_(make_layer(cfg_, rng)),
       in_drop_(cfg_.dropout, rng.next_u64()),
       out_drop_(cfg_.dropout, rng.next_u64()) {
+  if (cfg_.forget_bias != 0.0f) {  // ModelConfig::forget_bias: lstm only (validated)
+    LSTM& lstm = std::get<LSTM>(layer_);
+    const std::size_t H = lstm.hidden_size();
+    for (std::size_t k = 0; k < lstm.num_layers(); ++k) {
+      float* b = lstm.bias_hh(k).value.data();  // [4H], gate rows i, f, g, o
+      for (std::size_t j = H; j < 2 * H; ++j) b[j] += cfg_.forget_bias;
+    }
+  }
   build_head(rng);
 }
 
@@ -70,6 +78,7 @@ std::string RecurrentModel::describe_body() const {
   std::ostringstream os;
   os << "hidden=" << cfg_.hidden_size << " layers=" << cfg_.num_layers;
   if (cfg_.model == "rnn") os << " nonlinearity=" << cfg_.nonlinearity;
+  if (cfg_.forget_bias != 0.0f) os << " forget_bias=" << cfg_.forget_bias;
   if (cfg_.dropout > 0.0f) os << " dropout=" << cfg_.dropout;
   return os.str();
 }

@@ -49,7 +49,8 @@
 //
 // Sweep keys take comma-separated lists; the grid is their Cartesian product times `seeds`
 // replicates, in the order and with the seed rule of grid.hpp, at most kMaxCells cells (counted
-// with overflow checks; more is bad input naming the sweep keys and the count).
+// with overflow checks; more is bad input naming the sweep keys and the count), less the points
+// the experiment's ExperimentSpec::keep drops (a design that is not a full product).
 // Values: every integer key declares an upper bound its consumer can represent (run_experiment
 // throws std::logic_error, exit 1, for a spec without one) and is read with the non-truncating
 // accessors (Cell::get_int32, get_size); every real value must be a finite float (options.hpp).
@@ -162,6 +163,14 @@ struct ExperimentSpec {
   /// ConfigError (or std::invalid_argument) with a message naming the key, the value and what is
   /// allowed: it becomes the exit-2 message.
   std::function<void(const Cell&)> validate;
+  /// Optional: which points of the Cartesian product are cells, for a design that is not a full
+  /// product (e.g. a width sweep run for one task at one length only). Called for every point
+  /// (every replicate) before validate; the points it returns false for are not cells: not
+  /// listed, run, validated or merged. The kept cells are numbered 0..n-1 in grid order
+  /// (Cell::index, Cell::count); their seeds and fingerprints are those of the full grid (the
+  /// seed rule depends on the replicate only), so filtering never changes a cell's result.
+  /// Keeping none is bad input (exit 2). Empty (the default): every point is a cell.
+  std::function<bool(const Cell&)> keep;
   /// Runs one cell and adds its rows to `out`. An exception is a runtime failure of this cell
   /// (reported, nothing written for it, exit status 1 at the end; the other cells still run);
   /// std::bad_alloc is reported as "out of memory: the sizes of this cell are too large".

@@ -50,6 +50,12 @@ struct Cell {
   std::string checkpoint_identity;   // fingerprint, --threads and build the checkpoints belong to
   // --save-model: "<out>/models/<cell file stem>" (+ ".<phase>.safetensors"); empty = off.
   std::string model_prefix;
+  // Pilots shared by several cells (shared_choose_lr, tuning.hpp), set by run_experiment:
+  // "<out>/pilots", and what identifies the build that computes them (" threads=N exe=H", H a
+  // hash of the executable's bytes, so a rebuild with other code never reuses a pilot; empty if
+  // the executable cannot be read: nothing is shared). Empty pilot_dir (a Cell built by hand): off.
+  std::string pilot_dir;
+  std::string build_identity;
 
   std::uint64_t stream_seed(std::uint64_t purpose) const {
     return experiment::stream_seed(base_seed, replicate, purpose);

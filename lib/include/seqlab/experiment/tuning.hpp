@@ -39,6 +39,27 @@ struct LrChoice {
 /// comment). Exceptions of trial propagate. Throws std::invalid_argument for a bad grid.
 LrChoice choose_lr(const std::vector<double>& grid, const std::function<double(double lr)>& trial);
 
+struct Cell;
+
+/// choose_lr for a pilot that several cells would repeat identically (e.g. one learning rate per
+/// arm, chosen on replicate 0's streams and used by every replicate of the arm), computed once and
+/// shared through a file. `group`: text naming everything the pilot's result depends on besides
+/// the build (the arm's keys, the replicate whose streams the trials use, the grid, the pilot
+/// length). The file is <cell.pilot_dir>/<16 hex digits of fnv1a64(group + cell.build_identity)>
+/// .json (identity, grid, val_loss, lr, index, all_diverged). If it exists and holds this
+/// identity and grid, its choice is returned and `trial` is never called; otherwise choose_lr
+/// runs and the file is written atomically. Concurrent cells of one group serialise on an
+/// exclusive flock(2) of <file>.lock, so the second waits and then reads the first's result
+/// (without working locks, e.g. some network file systems, both compute the same result).
+/// Sharing is off, i.e. this is choose_lr, when cell.pilot_dir or cell.build_identity is empty
+/// (a hand-built Cell; an executable that cannot be read, grid.hpp). The
+/// result equals choose_lr's either way, since a pilot is deterministic for a given build and
+/// thread count; only the CPU time differs (the cell that computes it pays for it). An unreadable
+/// or foreign file is recomputed and replaced. Throws as choose_lr, and std::runtime_error if the
+/// file cannot be written.
+LrChoice shared_choose_lr(const Cell& cell, const std::string& group, const std::vector<double>& grid,
+                          const std::function<double(double lr)>& trial);
+
 class EarlyStopping {
  public:
   /// patience >= 1 evaluations without improvement; min_delta >= 0 (relative).

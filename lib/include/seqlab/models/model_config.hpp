@@ -66,6 +66,13 @@ struct ModelConfig {
                                         // `channels` is given
   std::size_t num_layers = 1;           // L (>= 1): stacked recurrent layers or TCN levels
   std::string nonlinearity = "tanh";    // rnn only: "tanh" | "relu" (torch.nn.RNN's argument)
+  float forget_bias = 0.0f;             // lstm only: added at initialisation to the forget-gate
+                                        // rows [H, 2H) of bias_hh_l{k} of every layer k, after
+                                        // PyTorch's U(-1/sqrt(H), 1/sqrt(H)) draw (0 = PyTorch's
+                                        // init exactly; 1 = Gers, Schmidhuber & Cummins 2000 and
+                                        // Jozefowicz, Zaremba & Sutskever 2015 §2.2, "a forget
+                                        // gate bias of 1"). Draws no random numbers, so every
+                                        // other parameter equals the forget_bias = 0 model's.
   std::size_t kernel_size = 2;          // tcn only, k >= 1 (Bai et al.'s default 2)
   float dropout = 0.0f;                 // in [0, 1). rnn/lstm/gru: on the body's input and output
                                         // (Zaremba et al. 2014 §3.1, non-recurrent connections);
@@ -104,7 +111,8 @@ struct ModelConfig {
   /// dropout, output_size, head, [entry.validate_head]. For the built-in families:
   /// Throws ConfigError for the first bad field, in the order model, input, vocab_size /
   /// input_size, embedding_dim, padding_idx, hidden_size, num_layers (tcn: at most 30 levels,
-  /// dilation 2^i), channels, kernel_size, nonlinearity, dropout, output_size, head. Fields a
+  /// dilation 2^i), channels, kernel_size, nonlinearity, forget_bias (finite; non-zero only for
+  /// lstm, the one family with a forget gate), dropout, output_size, head. Fields a
   /// family does not use are not checked (kernel_size for lstm, nonlinearity for tcn, hidden_size
   /// and num_layers for a tcn with explicit channels), except padding_idx, which is rejected with
   /// linear input because it would silently do nothing.

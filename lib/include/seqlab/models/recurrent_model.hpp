@@ -12,7 +12,9 @@
 // between stacked layers (torch.nn.LSTM's `dropout` argument), since the nn layers run all L
 // layers in one call.
 // Draw order: input layer, recurrent layer, the two dropout seeds (rng.next_u64(), drawn even when
-// p = 0), head.
+// p = 0), head. LSTM with cfg.forget_bias != 0: after the draws, forget_bias is added to the
+// forget-gate rows [H, 2H) of bias_hh_l{k} of every layer (ModelConfig::forget_bias), so the
+// forget gate starts near σ(forget_bias) instead of σ(0) = 0.5; no extra draws.
 #include <cstddef>
 #include <string>
 #include <variant>
