@@ -465,7 +465,8 @@ def prune_rows(idx, prune, arms, seeds):
             f"{f:g}: {fmt_mean([r[pcol] for r in by_arm[arm][f].values()])}" for f in sorted(by_arm[arm]))
         out.append(v.row(
             claim=f"Half of the heads can be removed at test time with little loss ({TASK_LABEL.get(t, t)}, "
-                  f"{key[3]} heads, {ov_text(key[4])}: the {n_rm} least important of {n_all})",
+                  f"{ARCH_LABEL.get(key[1], key[1])}, {QK_LABEL.get(key[2], key[2])} W_Q/W_K, {key[3]} heads, "
+                  f"{ov_text(key[4])}: the {n_rm} least important of {n_all})",
             measured=f"full model {col.replace('_', ' ')} {fmt_mean(list(full.values()) if higher else [-x for x in full.values()])}; "
                      f"after removing a share of the heads (least important first, importance = validation loss "
                      f"increase when the head alone is masked): {levels} ({seeds} seeds)",
