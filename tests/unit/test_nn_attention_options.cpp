@@ -282,3 +282,25 @@ TEST_CASE("MultiheadAttention mask options have correct gradients", "[nn][attent
   g.gates = {2.0f, 0.25f};
   gradcheck(g);
 }
+
+TEST_CASE("MultiheadAttention mask options run the materialised kernel", "[nn][attention]") {
+  // The fused kernel has none of the three options: with one set, a forward runs the
+  // materialised kernel even when the fused one is asked for; without, the fused one runs.
+  Rng rng(17);
+  const std::size_t B = 1, D = 8, h = 2, T = 6;
+  MultiheadAttention mha(D, h, rng);
+  const Tensor3 x = randn3(B, T, D, rng);
+  mha.set_kernel(AttentionKernel::fused);
+  mha.forward(x, AttentionMask{true, nullptr});
+  CHECK(mha.last_forward_fused());
+  CHECK(mha.uses_fused(T, T, true));
+  for (int option = 0; option < 3; ++option) {
+    INFO("option " << option);
+    mha.set_mask_self(option == 0);
+    mha.set_causal_prefix(option == 1 ? 2 : 0);
+    mha.set_head_mask(option == 2 ? std::vector<float>{1.0f, 0.0f} : std::vector<float>{});
+    CHECK_FALSE(mha.uses_fused(T, T, true));
+    mha.forward(x, AttentionMask{true, nullptr});
+    CHECK_FALSE(mha.last_forward_fused());
+  }
+}
