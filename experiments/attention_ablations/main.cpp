@@ -3,28 +3,26 @@
 // suit different tasks. Claim, method, expected outcome and the CSV columns: README.md beside this
 // file.
 //
-// One cell = one ARM (task, architecture, Q/K sharing, n_heads) and one replicate: a small
-// Transformer is trained on fresh batches of a synthetic task and evaluated on a fixed test set.
-// The grid is the list of arms (the union of three sub-designs, listed explicitly in the configs):
-//   Q/K sharing  separate vs shared W_Q = W_K, decoder-only, on tasks whose attention must be
-//                asymmetric (prev_token, mqar, induction) and one where it need not be (majority);
-//   n_heads      1, 2, 4, 8 at fixed d_model on the same tasks;
-//   architecture encoder-only vs decoder-only vs encoder-decoder at matched parameter counts on
-//                classification (majority), transduction (reverse) and generation (lm).
+// One cell = one ARM (task, architecture, Q/K sharing, n_heads, optional per-arm overrides of the
+// other keys) and one replicate: a small Transformer is trained on fresh batches of a task and
+// evaluated on fixed sets. The grid is the list of arms (the union of the sub-designs, listed
+// explicitly in the configs):
+//   Q/K sharing  separate vs shared W_Q = W_K vs shared with attention to self masked (Reformer),
+//                parameter-matched by d_ff, on tasks whose attention must be asymmetric;
+//   n_heads      1 .. 16 at fixed d_model on a task with two relations per position, with
+//                test-time head pruning (Michel et al. 2019);
+//   architecture encoder-only vs decoder-only vs prefix LM vs encoder-decoder (parameter- and
+//                compute-matched) on transduction, classification and continuation.
+// Every arm's learning rate is chosen from lr_grid by a pilot on the validation split
+// (experiment/tuning.hpp choose_lr), then the arm is trained with it.
 //
-// Models (models/ factory): token embedding + sinusoidal positions (added: keeps a shared-QK
-// score matrix exactly symmetric) -> pre-norm layers -> linear head.
-//   encoder          "transformer_encoder", num_layers bidirectional layers
-//   decoder          "transformer_decoder", num_layers causal layers (GPT block)
-//   encoder_decoder  "transformer_encoder_decoder", num_layers / 2 encoder + num_layers / 2
-//                    decoder layers, the width shrunk and d_ff adjusted so that count_parameters
-//                    matches the decoder-only model's at d_model (choose_model, arms.hpp)
-// Data: task-registry tasks laid out per architecture (ArmTask, arms.hpp); measurements: loss,
-// accuracy, exact match and the attention diagnostics (evaluation.hpp); training: one
-// TrainingPhase (experiment/training.hpp) whose window hook evaluates the fixed eval set.
-// Legend: B batch, T seq_len, V vocabulary, D d_model, h n_heads, L num_layers, O output classes.
+// Models (models/ factory): token embedding + positions -> pre-norm layers -> linear head;
+// layouts, models and matching: arms.hpp; measurements: evaluation.hpp; training: TrainingPhase
+// (experiment/training.hpp) whose window hook evaluates the fixed eval set.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +32,7 @@
 #include "seqlab/core/tensor.hpp"
 #include "seqlab/experiment/experiment.hpp"
 #include "seqlab/experiment/training.hpp"
+#include "seqlab/experiment/tuning.hpp"
 #include "seqlab/models/factory.hpp"
 #include "seqlab/nn/loss.hpp"
 #include "seqlab/tasks/mqar.hpp"  // kIgnoreTarget
@@ -52,147 +51,251 @@ namespace {
 
 constexpr const char* kName = "attention_ablations";
 // Purposes of the replicate's random streams (Cell::stream_seed): shared by every arm with the
-// same replicate index, so comparisons across arms are paired (same data, same test set; the
+// same replicate index, so comparisons across arms are paired (same data, same fixed sets; the
 // initialisation stream is the same too, though models of different shapes draw it differently).
 // kGrammarStream = 5 (arms.hpp) is the Markov source of the lm task.
-constexpr std::uint64_t kInitStream = 1;   // parameter initialisation
-constexpr std::uint64_t kTrainStream = 2;  // training batches
+constexpr std::uint64_t kInitStream = 1;   // parameter initialisation (every pilot and the run)
+constexpr std::uint64_t kTrainStream = 2;  // training batches (every pilot and the run)
 constexpr std::uint64_t kTestStream = 3;   // the fixed test set
 constexpr std::uint64_t kEvalStream = 4;   // the fixed set evaluated during training
+constexpr std::uint64_t kValidStream = 6;  // the validation set (pilot, head importance)
+constexpr std::uint64_t kSeenStream = 7;   // reverse: test set at the training lengths
 // Sequences of the test set used for the attention diagnostics (logit asymmetry, attention mass).
 constexpr std::size_t kProbeRows = 32;
 
 // The arms of configs/quick.ini (the built-in default of the `arm` key).
 const std::vector<std::string> kQuickArms = {
-    // Q/K sharing (decoder, 4 heads) on three asymmetric tasks and the symmetric control,
-    // plus the bidirectional encoder on prev_token
     "prev_token:decoder:separate:4", "prev_token:decoder:shared:4", "mqar:decoder:separate:4",
     "mqar:decoder:shared:4", "induction:decoder:separate:4", "induction:decoder:shared:4",
     "majority:decoder:separate:4", "majority:decoder:shared:4", "prev_token:encoder:separate:4",
-    "prev_token:encoder:shared:4",
-    // n_heads 1, 2, 8 (4 is above) at d_model 32
-    "prev_token:decoder:separate:1", "prev_token:decoder:separate:2", "prev_token:decoder:separate:8",
-    "mqar:decoder:separate:1", "mqar:decoder:separate:2", "mqar:decoder:separate:8",
-    "induction:decoder:separate:1", "induction:decoder:separate:2", "induction:decoder:separate:8",
-    "majority:decoder:separate:1", "majority:decoder:separate:2", "majority:decoder:separate:8",
-    // architectures at matched parameter counts (majority:decoder:separate:4 is above)
-    "majority:encoder:separate:4", "majority:encoder_decoder:separate:4",
+    "prev_token:encoder:shared:4", "prev_token:decoder:separate:1", "prev_token:decoder:separate:2",
+    "prev_token:decoder:separate:8", "mqar:decoder:separate:1", "mqar:decoder:separate:2",
+    "mqar:decoder:separate:8", "induction:decoder:separate:1", "induction:decoder:separate:2",
+    "induction:decoder:separate:8", "majority:decoder:separate:1", "majority:decoder:separate:2",
+    "majority:decoder:separate:8", "majority:encoder:separate:4", "majority:encoder_decoder:separate:4",
     "reverse:encoder:separate:4", "reverse:decoder:separate:4", "reverse:encoder_decoder:separate:4",
     "lm:decoder:separate:4", "lm:encoder_decoder:separate:4"};
 
-void validate(const Cell& cell) {
-  const Arm arm = parse_arm(cell.get_string("arm"), cell.get_size("d_model"));
-  experiment::cell_schedule(cell);  // schedule, lr, warmup_steps, steps
-  const ArmTask task(cell, arm);
-  choose_model(cell, arm, task.spec()).cfg.validate();  // e.g. rope with an odd head size
+std::vector<OptionSpec> options() {
+  return {
+      string_sweep("arm", kQuickArms,
+                   "task:arch:qk:n_heads[/key=value...]; task prev_token|mqar|induction|majority|reverse|lm|"
+                   "lag_pair|dup_tag|text|continuation, arch encoder|decoder|prefix_lm|encoder_decoder|"
+                   "encoder_decoder_compute, qk separate|shared|shared_noself; /key=value overrides a key for this arm"),
+      int_option("d_model", 32, "units", "model width D (encoder_decoder: the reference width; its own is matched)")
+          .at_least(1).at_most(4096),
+      int_option("num_layers", 2, "layers",
+                 "layers of single-stack models; encoder_decoder: num_layers / 2 per stack; "
+                 "encoder_decoder_compute: num_layers per stack").at_least(1).at_most(64),
+      int_option("ff_mult", 2, "1", "feed-forward inner size d_ff = ff_mult * width").at_least(1).at_most(64),
+      string_option("norm_placement", "pre", "LayerNorm placement").one_of({"pre", "post"}),
+      string_option("positional_encoding", "sinusoidal",
+                    "positions (sinusoidal/learned/none added or absent, rope rotates q and k: all keep "
+                    "shared-QK logits symmetric)").one_of({"sinusoidal", "learned", "rope", "none"}),
+      string_option("shared_match", "none",
+                    "shared-QK single-stack models: none (W_K's parameters removed) or d_ff (given back as "
+                    "feed-forward units, count matched to the separate model)").one_of({"none", "d_ff"}),
+      int_option("seq_len", 16, "tokens",
+                 "sequence length (induction: prefix seq_len - seq_len/3, repeat seq_len/3; lm, continuation: "
+                 "window, scored on its last seq_len - seq_len/2; dup_tag: its length)").at_least(2).at_most(4096),
+      int_option("vocab", 16, "tokens", "symbols of the synthetic tasks; keys and values of mqar")
+          .at_least(2).at_most(100000),
+      int_option("mqar_pairs", 4, "pairs", "mqar: key-value pairs per sequence").at_least(1).at_most(10000),
+      int_option("mqar_queries", 4, "queries", "mqar: queries per sequence (<= mqar_pairs)").at_least(1).at_most(10000),
+      int_option("majority_classes", 4, "classes", "majority: class tokens (output classes)").at_least(2).at_most(1000),
+      int_option("majority_noise", 4, "tokens", "majority: distractor tokens").at_least(0).at_most(1000),
+      int_option("lm_order", 2, "tokens", "lm: Markov order (context length)").at_least(1).at_most(20),
+      int_option("lm_branching", 3, "tokens", "lm: successors per context (p_j ~ 2^-j)").at_least(1).at_most(100000),
+      int_option("lag_a", 1, "tokens", "lag_pair: first lag").at_least(1).at_most(4095),
+      int_option("lag_b", 3, "tokens", "lag_pair: second lag (!= lag_a)").at_least(1).at_most(4095),
+      int_option("reverse_min_len", 8, "symbols", "reverse: shortest source").at_least(1).at_most(2048),
+      int_option("reverse_max_len", 8, "symbols", "reverse: longest source").at_least(1).at_most(2048),
+      int_list_option("reverse_holdout", "none", "symbols",
+                      "reverse: lengths never trained on; the test and validation sets use them (none: the "
+                      "training lengths)").empty_as("none").at_least(1).at_most(2048),
+      string_option("corpus", "kjv", "text, continuation: kjv or a corpus file (tasks/text.hpp)"),
+      int_option("batch", 32, "sequences", "training batch size (fresh batch every step)").at_least(1).at_most(65536),
+      int_option("steps", 800, "updates", "optimizer updates").at_least(1).at_most(1e9),
+      real_option("lr", 3e-3, "1", "peak learning rate when lr_grid is none").greater_than(0),
+      real_list_option("lr_grid", "none", "1",
+                       "learning rates of the pilot (choose_lr: lowest validation loss after pilot_steps); none: lr")
+          .empty_as("none").greater_than(0),
+      int_option("pilot_steps", 200, "updates", "updates of each pilot run").at_least(1).at_most(1e9),
+      string_option("optimizer", "adam", "optimizer").one_of({"adam", "adamw", "sgd"}),
+      real_option("weight_decay", 0, "1", "weight decay (L2 for adam/sgd, decoupled for adamw)").at_least(0),
+      real_option("clip_norm", 1, "1", "max global gradient norm; 0 disables clipping").at_least(0),
+      string_option("schedule", "constant", "learning-rate schedule").one_of({"constant", "cosine", "inverse_sqrt"}),
+      int_option("warmup_steps", 20, "updates", "linear warm-up length (pilots: min(warmup_steps, pilot_steps))")
+          .at_least(0).at_most(1e9),
+      int_option("eval_every", 25, "updates", "updates between evaluations on the eval set").at_least(1).at_most(1e9),
+      int_option("eval_batch", 64, "sequences", "size of the fixed eval set (curve, steps to target)")
+          .at_least(1).at_most(1e6),
+      int_option("val_batch", 256, "sequences", "size of the validation set (pilot, head importance)")
+          .at_least(1).at_most(1e6),
+      int_option("test_batch", 256, "sequences", "size of the fixed test set").at_least(1).at_most(1e6),
+      real_list_option("prune_fractions", "none", "1",
+                       "single-stack models with >= 2 heads: shares of the heads removed at test time, least "
+                       "important first (none: no pruning)").empty_as("none").at_least(0).at_most(1),
+      real_option("target_fraction", 0.9, "1", "target accuracy = chance + target_fraction * (best - chance)")
+          .greater_than(0).at_most(1),
+  };
 }
 
-void run_cell(const Cell& cell, CellOutput& out) {
-  const Arm arm = parse_arm(cell.get_string("arm"), cell.get_size("d_model"));
+LrSchedule schedule_for(const Cell& cell, double lr, int steps) {
+  LrSchedule s;
+  s.kind = cell.get_string("schedule");
+  s.base_lr = static_cast<float>(lr);
+  s.warmup_steps = std::min(cell.get_int32("warmup_steps"), steps);
+  if (s.kind == "inverse_sqrt" && s.warmup_steps < 1)
+    throw experiment::ConfigError("warmup_steps: invalid value '" + cell.params.text("warmup_steps") +
+                      "': schedule = inverse_sqrt needs an integer >= 1");
+  s.total_steps = steps;
+  s.validate();
+  return s;
+}
+
+std::string join_reals(const std::vector<double>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + format_real(v[i]);
+  return s.empty() ? "none" : s;
+}
+
+void validate(const Cell& raw) {
+  Arm arm;
+  const Cell cell = resolve_cell(raw, options(), &arm);
+  if (cell.get_int32("warmup_steps") > cell.get_int32("steps"))
+    throw experiment::ConfigError("warmup_steps: invalid value '" + cell.params.text("warmup_steps") +
+                      "': expected an integer <= steps (" + cell.params.text("steps") + ")");
+  schedule_for(cell, cell.get_real("lr"), cell.get_int32("steps"));
+  const ArmTask task(cell, arm);
+  choose_model(cell, arm, task).cfg.validate();  // e.g. rope with an odd head size
+}
+
+void run_cell(const Cell& raw, CellOutput& out) {
+  Arm arm;
+  const Cell cell = resolve_cell(raw, options(), &arm);
   const ArmTask task(cell, arm);
   const TaskSpec& spec = task.spec();
-  const ModelChoice choice = choose_model(cell, arm, spec);
+  const ModelChoice choice = choose_model(cell, arm, task);
   const std::size_t batch = cell.get_size("batch");
   const int steps = cell.get_int32("steps");
   const double target_accuracy =
-      spec.baseline_accuracy +
-      cell.get_real("target_fraction") * (spec.best_accuracy - spec.baseline_accuracy);
+      spec.baseline_accuracy + cell.get_real("target_fraction") * (spec.best_accuracy - spec.baseline_accuracy);
 
-  Rng init_rng(cell.stream_seed(kInitStream));
-  const std::unique_ptr<SequenceModel> model_ptr = make_model(choice.cfg, init_rng);
-  SequenceModel& model = *model_ptr;
-  const std::vector<Parameter*> params = model.parameters();
-
-  OptimizerConfig oc;
-  oc.lr = cell.get_float("lr");
-  oc.weight_decay = cell.get_float("weight_decay");
-  auto optim = make_optimizer(cell.get_string("optimizer"), params, oc);
-
-  Rng test_rng(cell.stream_seed(kTestStream));
-  const TaskBatch test = task.sample(cell.get_size("test_batch"), test_rng, true);
-  Rng eval_rng(cell.stream_seed(kEvalStream));
-  const TaskBatch eval_set = task.sample(cell.get_size("eval_batch"), eval_rng, true);
-  const TaskBatch probe = slice_rows(test, 0, std::min(kProbeRows, batch_rows(test)));
-  Rng train_rng(cell.stream_seed(kTrainStream));
-
-  const AttentionDiagnostics init_diag = diagnose(model, probe);
+  Rng test_rng(cell.stream_seed(kTestStream)), eval_rng(cell.stream_seed(kEvalStream)),
+      valid_rng(cell.stream_seed(kValidStream)), seen_rng(cell.stream_seed(kSeenStream));
+  const auto test = task.fixed_set(SetKind::test, cell.get_size("test_batch"), test_rng);
+  const auto eval_set = task.fixed_set(SetKind::valid, cell.get_size("eval_batch"), eval_rng);
+  const auto valid = task.fixed_set(SetKind::valid, cell.get_size("val_batch"), valid_rng);
+  const TaskBatch probe = slice_rows(test.front(), 0, std::min(kProbeRows, batch_rows(test.front())));
 
   Row id;
-  id.add("experiment", kName)
-      .add("arm", cell.get_string("arm"))
-      .add("task", arm.task)
-      .add("arch", arm.arch)
-      .add("qk", arm.qk)
-      .add("n_heads", arm.n_heads)
-      .add("seed", cell.replicate);
+  id.add("experiment", kName).add("arm", raw.get_string("arm")).add("task", arm.task).add("arch", arm.arch)
+      .add("qk", arm.qk).add("n_heads", arm.n_heads).add("seed", raw.replicate);
+
+  auto make = [&] {
+    Rng init_rng(cell.stream_seed(kInitStream));
+    std::unique_ptr<SequenceModel> m = make_model(choice.cfg, init_rng);
+    for (MultiheadAttention* a : self_attentions(*m)) a->set_mask_self(arm.qk == "shared_noself");
+    return m;
+  };
+  CrossEntropyLoss ce(kIgnoreTarget);
+  // Trains `model` for `n` updates at peak rate `lr` as phase `name` (the same initialisation and
+  // training stream for every pilot and the run); `hook` (may be empty) is the window hook.
+  auto train = [&](SequenceModel& model, const std::string& name, double lr, int n, int every,
+                   const TrainingPhase::WindowHook& hook, int* steps_to_target) {
+    const std::vector<Parameter*> params = model.parameters();
+    OptimizerConfig oc;
+    oc.lr = static_cast<float>(lr);
+    oc.weight_decay = cell.get_float("weight_decay");
+    auto optim = make_optimizer(cell.get_string("optimizer"), params, oc);
+    Rng train_rng(cell.stream_seed(kTrainStream));
+    TrainingPhase phase(cell, out, &model, name);
+    phase.steps(n).clip_norm(cell.get_real("clip_norm"))
+        .label(name + " " + raw.get_string("arm") + " seed " + std::to_string(raw.replicate));
+    if (hook) phase.every(every, hook);
+    // --checkpoint-every: the updates also change the training data stream (and steps_to_target).
+    phase.state().add("train_rng", train_rng);
+    if (steps_to_target) phase.state().add("steps_to_target", *steps_to_target);
+    return phase.run(params, *optim, schedule_for(cell, lr, n), [&](int /*step*/) {
+      const TaskBatch b = task.sample(batch, train_rng);
+      const Tensor3 logits = forward(model, task, b);
+      const double loss = ce.forward(rows_of(logits), ids_of(b.targets));
+      model.backward(unrows(ce.backward(), logits.shape()[0], logits.shape()[1]));
+      return loss;
+    });
+  };
+
+  // The learning rate: the pilot over lr_grid (choose_lr), or lr.
+  const std::vector<double> grid = cell.get_real_list("lr_grid");
+  const int pilot_steps = grid.size() >= 2 ? cell.get_int32("pilot_steps") : 0;
+  LrChoice lr{cell.get_real("lr"), 0, {}, false};
+  if (grid.size() == 1) lr.lr = grid.front();
+  if (grid.size() >= 2) {
+    std::size_t k = 0;
+    lr = choose_lr(grid, [&](double rate) {
+      std::unique_ptr<SequenceModel> m = make();
+      const PhaseResult r = train(*m, "pilot" + std::to_string(k++), rate, pilot_steps, 1, {}, nullptr);
+      return r.diverged ? std::numeric_limits<double>::infinity() : evaluate(*m, task, valid).loss;
+    });
+  }
 
   // Curve: one row per eval_every updates (and after the last): the window's mean training loss,
   // then loss and accuracy on the fixed eval set; steps_to_target is the first evaluation step
   // whose accuracy reaches the target.
+  const std::unique_ptr<SequenceModel> model_ptr = make();
+  SequenceModel& model = *model_ptr;
+  const AttentionDiagnostics init_diag = diagnose(model, task, probe);
   int steps_to_target = -1;
-  TrainingPhase phase(cell, out, &model, "train");
-  phase.steps(steps)
-      .clip_norm(cell.get_real("clip_norm"))
-      .label(cell.get_string("arm") + " seed " + std::to_string(cell.replicate))
-      .every(cell.get_int32("eval_every"), [&](const TrainingWindow& w) {
-        const Evaluation ev = evaluate(model, eval_set);
-        if (steps_to_target < 0 && ev.accuracy >= target_accuracy) steps_to_target = w.step;
-        out.add_row(Row(id)
-                        .add("step", w.step)
-                        .add("train_loss", w.mean_loss)
-                        .add("eval_loss", ev.loss)
-                        .add("eval_accuracy", ev.accuracy),
-                    "curve");
-        return false;
-      });
-  // --checkpoint-every: the updates also change the training data stream and steps_to_target.
-  phase.state().add("train_rng", train_rng);
-  phase.state().add("steps_to_target", steps_to_target);
-  CrossEntropyLoss ce(kIgnoreTarget);
-  PhaseResult tr = phase.run(params, *optim, experiment::cell_schedule(cell), [&](int /*step*/) {
-    const TaskBatch b = task.sample(batch, train_rng, false);
-    const Tensor3 logits = forward(model, b);
-    const double loss = ce.forward(rows_of(logits), ids_of(b.targets));
-    model.backward(unrows(ce.backward(), logits.shape()[0], logits.shape()[1]));
-    return loss;
-  });
+  PhaseResult tr = train(model, "train", lr.lr, steps, cell.get_int32("eval_every"), [&](const TrainingWindow& w) {
+    const Evaluation ev = evaluate(model, task, eval_set);
+    if (steps_to_target < 0 && ev.accuracy >= target_accuracy) steps_to_target = w.step;
+    out.add_row(Row(id).add("step", w.step).add("train_loss", w.mean_loss).add("eval_loss", ev.loss)
+                    .add("eval_accuracy", ev.accuracy), "curve");
+    return false;
+  }, &steps_to_target);
 
-  const Evaluation ev = evaluate(model, test);  // eval mode after run()
-  const AttentionDiagnostics diag = diagnose(model, probe);
+  const Evaluation ev = evaluate(model, task, test);  // eval mode after run()
+  const Evaluation val = evaluate(model, task, valid);
+  Evaluation seen;
+  if (!task.holdout_lengths().empty())
+    seen = evaluate(model, task, task.fixed_set(SetKind::seen, cell.get_size("test_batch"), seen_rng));
+  const AttentionDiagnostics diag = diagnose(model, task, probe);
   tr.check_test_loss(ev.loss);
+
+  // Test-time head pruning (Michel et al. 2019): importance on the validation set, then the test
+  // metrics with the least important heads removed.
+  const PruneResult pr = tr.diverged ? PruneResult{} : prune_heads(model, task, valid, test, cell.get_real_list("prune_fractions"));
+  for (const HeadAblation& a : pr.heads)
+    out.add_row(Row(id).add("layer", a.layer).add("head", a.head).add("valid_loss", pr.valid_loss)
+                    .add("valid_loss_masked", a.loss_masked).add("importance", a.importance), "heads");
+  for (const PruneLevel& lv : pr.levels)
+    out.add_row(Row(id).add("fraction", lv.fraction).add("heads_removed", lv.removed)
+                    .add("heads_total", pr.heads.size()).add("test_loss", lv.test.loss)
+                    .add("test_accuracy", lv.test.accuracy).add("full_test_loss", ev.loss)
+                    .add("full_test_accuracy", ev.accuracy), "pruning");
+
   const ModelConfig& mc = choice.cfg;
   out.add_row(Row(id)
-                  .add("derived_seed", cell.seed)
-                  .add("d_model", mc.hidden_size)
-                  .add("d_ff", mc.d_ff)
-                  .add("head_dim", mc.hidden_size / mc.n_heads)
-                  .add("encoder_layers", choice.encoder_layers)
-                  .add("decoder_layers", choice.decoder_layers)
-                  .add("n_params", model.num_parameters())
-                  .add("param_budget", choice.budget)
-                  .add("src_len", test.tokens.shape()[1])
-                  .add("tgt_len", test.decoder_tokens.size() == 0 ? std::size_t{0}
-                                                                  : test.decoder_tokens.shape()[1])
-                  .add("batch", batch)
-                  .add("steps", steps)
-                  .add("lr", cell.get_real("lr"))
-                  .add("test_loss", ev.loss)
-                  .add("test_accuracy", ev.accuracy)
-                  .add("test_exact_match", ev.exact_match)
-                  .add("chance_accuracy", spec.baseline_accuracy)
-                  .add("best_accuracy", spec.best_accuracy)
-                  .add("chance_loss", spec.baseline_loss)
-                  .add("optimal_loss", spec.optimal_loss)
-                  .add("target_accuracy", target_accuracy)
-                  .add("steps_to_target", steps_to_target)
-                  .add("logit_asymmetry_init", init_diag.logit_asymmetry)
-                  .add("logit_asymmetry", diag.logit_asymmetry)
-                  .add("diag_attention", diag.diag_attention)
-                  .add("prev_attention", diag.prev_attention)
-                  .add("diverged", tr.diverged ? 1 : 0)
-                  .add("diverged_step", tr.diverged_step)
-                  .add("steps_done", tr.steps_done)
-                  .add("final_train_loss", tr.final_window_loss)
+                  .add("derived_seed", raw.seed).add("d_model", mc.hidden_size).add("ref_d_model", cell.get_size("d_model"))
+                  .add("num_layers", cell.get_size("num_layers")).add("d_ff", mc.d_ff)
+                  .add("head_dim", mc.hidden_size / mc.n_heads).add("positional_encoding", mc.positional_encoding)
+                  .add("encoder_layers", choice.encoder_layers).add("decoder_layers", choice.decoder_layers)
+                  .add("n_params", model.num_parameters()).add("param_budget", choice.budget)
+                  .add("forward_macs", forward_macs(mc, arm, task.mean_src_len(), task.mean_tgt_len()))
+                  .add("seq_len", cell.get_size("seq_len")).add("mean_src_len", task.mean_src_len())
+                  .add("mean_tgt_len", task.mean_tgt_len()).add("batch", batch).add("steps", steps)
+                  .add("lr", lr.lr).add("lr_grid", join_reals(grid)).add("pilot_steps", pilot_steps)
+                  .add("pilot_val_losses", join_reals(lr.val_loss)).add("lr_all_diverged", lr.all_diverged ? 1 : 0)
+                  .add("test_loss", ev.loss).add("test_accuracy", ev.accuracy).add("test_exact_match", ev.exact_match)
+                  .add("valid_loss", val.loss).add("seen_test_loss", seen.loss).add("seen_test_accuracy", seen.accuracy)
+                  .add("chance_accuracy", spec.baseline_accuracy).add("best_accuracy", spec.best_accuracy)
+                  .add("chance_loss", spec.baseline_loss).add("optimal_loss", spec.optimal_loss)
+                  .add("target_accuracy", target_accuracy).add("steps_to_target", steps_to_target)
+                  .add("logit_asymmetry_init", init_diag.logit_asymmetry).add("logit_asymmetry", diag.logit_asymmetry)
+                  .add("diag_attention", diag.diag_attention).add("prev_attention", diag.prev_attention)
+                  .add("diverged", tr.diverged ? 1 : 0).add("diverged_step", tr.diverged_step)
+                  .add("steps_done", tr.steps_done).add("final_train_loss", tr.final_window_loss)
                   .add("train_time_s", tr.train_time_s));
 }
 
@@ -202,104 +305,34 @@ int main(int argc, char** argv) {
   ExperimentSpec spec;
   spec.name = kName;
   spec.description =
-      "Claim 5 (README.md claims table): separate W_Q and W_K matter (a shared projection makes "
-      "the attention logits symmetric); several heads beat one; encoder-only, decoder-only and "
-      "encoder-decoder suit different tasks. Each cell trains one arm task:arch:qk:n_heads (a "
-      "small Transformer on a synthetic task: prev_token, mqar, induction, majority, reverse, lm) "
-      "and reports test accuracy, steps to a target accuracy, and the measured symmetry "
-      "||S - S^T||/||S|| of the pre-softmax attention logits.";
+      "Claim 5 (README.md claims table): separate W_Q and W_K matter (a shared projection makes the attention "
+      "logits symmetric; Reformer masks attention to self); several heads beat one (and most can be pruned at "
+      "test time); encoder-only, decoder-only, prefix-LM and encoder-decoder suit different tasks. Each cell "
+      "trains one arm task:arch:qk:n_heads[/key=value...] at a learning rate chosen by a pilot and reports "
+      "test loss and accuracy, the measured symmetry ||S - S^T||/||S|| of the attention logits, and head "
+      "pruning.";
   spec.experiment_dir = SEQLAB_EXPERIMENT_DIR;
-  // Built-in defaults = configs/quick.ini (keys missing from a config file fall back to these).
-  spec.options = {
-      string_sweep("arm", kQuickArms,
-                   "task:arch:qk:n_heads; task prev_token|mqar|induction|majority|reverse|lm, "
-                   "arch encoder|decoder|encoder_decoder, qk separate|shared"),
-      int_option("d_model", 32, "units",
-                 "model width D (encoder_decoder: the reference width; its own is matched)")
-          .at_least(1)
-          .at_most(4096),
-      int_option("num_layers", 2, "layers",
-                 "layers of encoder / decoder models; encoder_decoder: num_layers / 2 per stack")
-          .at_least(1)
-          .at_most(64),
-      int_option("ff_mult", 2, "1", "feed-forward inner size d_ff = ff_mult * width")
-          .at_least(1)
-          .at_most(64),
-      string_option("norm_placement", "pre", "LayerNorm placement").one_of({"pre", "post"}),
-      string_option("positional_encoding", "sinusoidal",
-                    "positions (sinusoidal/learned/none are added or absent, rope rotates q and k: "
-                    "all keep shared-QK logits symmetric)")
-          .one_of({"sinusoidal", "learned", "rope", "none"}),
-      int_option("seq_len", 16, "tokens",
-                 "sequence length (reverse: seq_len/2 symbols; induction: prefix seq_len - "
-                 "seq_len/3, repeat seq_len/3; lm: encoder_decoder source = first seq_len/2)")
-          .at_least(2)
-          .at_most(4096),
-      int_option("vocab", 16, "tokens",
-                 "symbols of prev_token, induction, reverse, lm; keys and values of mqar")
-          .at_least(2)
-          .at_most(100000),
-      int_option("mqar_pairs", 4, "pairs", "mqar: key-value pairs per sequence")
-          .at_least(1)
-          .at_most(10000),
-      int_option("mqar_queries", 4, "queries", "mqar: queries per sequence (<= mqar_pairs)")
-          .at_least(1)
-          .at_most(10000),
-      int_option("majority_classes", 4, "classes", "majority: class tokens (output classes)")
-          .at_least(2)
-          .at_most(1000),
-      int_option("majority_noise", 4, "tokens", "majority: distractor tokens")
-          .at_least(0)
-          .at_most(1000),
-      int_option("lm_order", 2, "tokens", "lm: Markov order (context length)")
-          .at_least(1)
-          .at_most(20),
-      int_option("lm_branching", 3, "tokens", "lm: successors per context (p_j ~ 2^-j)")
-          .at_least(1)
-          .at_most(100000),
-      int_option("batch", 32, "sequences", "training batch size (fresh batch every step)")
-          .at_least(1)
-          .at_most(65536),
-      int_option("steps", 800, "updates", "optimizer updates").at_least(1).at_most(1e9),
-      real_option("lr", 3e-3, "1", "peak learning rate").greater_than(0),
-      string_option("optimizer", "adam", "optimizer").one_of({"adam", "adamw", "sgd"}),
-      real_option("weight_decay", 0, "1", "weight decay (L2 for adam/sgd, decoupled for adamw)")
-          .at_least(0),
-      real_option("clip_norm", 1, "1", "max global gradient norm; 0 disables clipping").at_least(0),
-      string_option("schedule", "constant", "learning-rate schedule")
-          .one_of({"constant", "cosine", "inverse_sqrt"}),
-      int_option("warmup_steps", 20, "updates", "linear warm-up length")
-          .at_least(0)
-          .at_most(1e9)
-          .at_most_key("steps"),
-      int_option("eval_every", 25, "updates", "updates between evaluations on the eval set")
-          .at_least(1)
-          .at_most(1e9),
-      int_option("eval_batch", 64, "sequences", "size of the fixed eval set (curve, steps to target)")
-          .at_least(1)
-          .at_most(1e6),
-      int_option("test_batch", 256, "sequences", "size of the fixed test set")
-          .at_least(1)
-          .at_most(1e6),
-      real_option("target_fraction", 0.9, "1",
-                  "target accuracy = chance + target_fraction * (best - chance)")
-          .greater_than(0)
-          .at_most(1),
+  spec.options = options();  // built-in defaults = configs/quick.ini
+  const std::vector<std::string> id_cols = {"experiment", "arm", "task", "arch", "qk", "n_heads", "seed"};
+  auto with = [&](std::vector<const char*> extra) {
+    std::vector<std::string> c = id_cols;
+    for (const char* e : extra) c.push_back(e);
+    return c;
   };
-  const std::vector<std::string> id_cols = {"experiment", "arm", "task", "arch", "qk", "n_heads",
-                                            "seed"};
-  std::vector<std::string> main_cols = id_cols;
-  for (const char* c :
-       {"derived_seed", "d_model", "d_ff", "head_dim", "encoder_layers", "decoder_layers",
-        "n_params", "param_budget", "src_len", "tgt_len", "batch", "steps", "lr", "test_loss",
-        "test_accuracy", "test_exact_match", "chance_accuracy", "best_accuracy", "chance_loss",
-        "optimal_loss", "target_accuracy", "steps_to_target", "logit_asymmetry_init",
-        "logit_asymmetry", "diag_attention", "prev_attention", "diverged", "diverged_step",
-        "steps_done", "final_train_loss", "train_time_s"})
-    main_cols.push_back(c);
-  std::vector<std::string> curve_cols = id_cols;
-  for (const char* c : {"step", "train_loss", "eval_loss", "eval_accuracy"}) curve_cols.push_back(c);
-  spec.tables = {{kMainTable, main_cols}, {"curve", curve_cols}};
+  spec.tables = {
+      {kMainTable,
+       with({"derived_seed", "d_model", "ref_d_model", "num_layers", "d_ff", "head_dim", "positional_encoding",
+             "encoder_layers", "decoder_layers", "n_params", "param_budget", "forward_macs", "seq_len",
+             "mean_src_len", "mean_tgt_len", "batch", "steps", "lr", "lr_grid", "pilot_steps", "pilot_val_losses",
+             "lr_all_diverged", "test_loss", "test_accuracy", "test_exact_match", "valid_loss", "seen_test_loss",
+             "seen_test_accuracy", "chance_accuracy", "best_accuracy", "chance_loss", "optimal_loss",
+             "target_accuracy", "steps_to_target", "logit_asymmetry_init", "logit_asymmetry", "diag_attention",
+             "prev_attention", "diverged", "diverged_step", "steps_done", "final_train_loss", "train_time_s"})},
+      {"curve", with({"step", "train_loss", "eval_loss", "eval_accuracy"})},
+      {"heads", with({"layer", "head", "valid_loss", "valid_loss_masked", "importance"})},
+      {"pruning", with({"fraction", "heads_removed", "heads_total", "test_loss", "test_accuracy", "full_test_loss",
+                        "full_test_accuracy"})},
+  };
   spec.default_seeds = 5;
   spec.timing_columns = {"train_time_s"};
   spec.validate = validate;

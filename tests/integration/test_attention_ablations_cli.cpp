@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,12 +28,18 @@ Run run(const std::vector<std::string>& args, const fs::path& io_dir) {
   return seqlab::test::cli::run(kBinary, args, io_dir);
 }
 
+const std::string kCorpus = SEQLAB_GOLDEN_DIR "/kjv_excerpt.txt";
+
 const std::vector<std::string> kArms = {
     "prev_token:decoder:separate:2", "prev_token:decoder:shared:2",  "prev_token:encoder:shared:1",
+    "prev_token:decoder:shared_noself:2", "prev_token:decoder:shared:2/shared_match=d_ff",
     "mqar:decoder:separate:4",       "induction:decoder:shared:2",   "majority:encoder:separate:2",
     "majority:encoder_decoder:separate:2", "reverse:decoder:separate:2",
-    "reverse:encoder:separate:2",    "reverse:encoder_decoder:shared:2", "lm:decoder:separate:2",
-    "lm:encoder_decoder:separate:2"};
+    "reverse:encoder:separate:2",    "reverse:encoder_decoder:shared:2", "reverse:prefix_lm:separate:2",
+    "lm:decoder:separate:2",         "lm:encoder_decoder:separate:2", "lm:prefix_lm:separate:2",
+    "lm:encoder_decoder_compute:separate:2", "lag_pair:decoder:separate:2/seq_len=10",
+    "dup_tag:encoder:separate:2",    "dup_tag:decoder:separate:2",
+    "text:decoder:separate:2",       "continuation:encoder_decoder:separate:2"};
 
 std::string arm_list() {
   std::string s;
@@ -40,24 +47,27 @@ std::string arm_list() {
   return s;
 }
 
-// Seconds of work: d_model 8, 2 layers, 6 updates of batch 4 on sequences of 8 tokens.
+// Seconds of work: d_model 8, 2 layers, 6 updates of batch 4 on sequences of 8 tokens (reverse:
+// sources of 4 symbols; text and continuation: the committed KJV excerpt), half the heads pruned.
 std::vector<std::string> tiny(const fs::path& out, std::vector<std::string> extra = {}) {
   std::vector<std::string> a = {
       "--arm=" + arm_list(), "--seeds=1",        "--d_model=8",     "--num_layers=2",
       "--seq_len=8",         "--vocab=8",        "--mqar_pairs=2",  "--mqar_queries=2",
       "--batch=4",           "--steps=6",        "--warmup_steps=2", "--eval_every=3",
-      "--eval_batch=4",      "--test_batch=40",  "--out=" + out.string()};
+      "--eval_batch=4",      "--test_batch=40",  "--reverse_min_len=4", "--reverse_max_len=4",
+      "--corpus=" + kCorpus, "--prune_fractions=0 0.5", "--out=" + out.string()};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }
 
 const std::vector<std::string> kMainColumns = {
-    "experiment", "arm", "task", "arch", "qk", "n_heads", "seed", "derived_seed", "d_model", "d_ff",
-    "head_dim", "encoder_layers", "decoder_layers", "n_params", "param_budget", "src_len",
-    "tgt_len", "batch", "steps", "lr", "test_loss", "test_accuracy", "test_exact_match",
-    "chance_accuracy", "best_accuracy", "chance_loss", "optimal_loss", "target_accuracy",
-    "steps_to_target", "logit_asymmetry_init", "logit_asymmetry", "diag_attention",
-    "prev_attention", "diverged", "diverged_step", "steps_done", "final_train_loss",
+    "experiment", "arm", "task", "arch", "qk", "n_heads", "seed", "derived_seed", "d_model", "ref_d_model",
+    "num_layers", "d_ff", "head_dim", "positional_encoding", "encoder_layers", "decoder_layers", "n_params",
+    "param_budget", "forward_macs", "seq_len", "mean_src_len", "mean_tgt_len", "batch", "steps", "lr", "lr_grid",
+    "pilot_steps", "pilot_val_losses", "lr_all_diverged", "test_loss", "test_accuracy", "test_exact_match",
+    "valid_loss", "seen_test_loss", "seen_test_accuracy", "chance_accuracy", "best_accuracy", "chance_loss",
+    "optimal_loss", "target_accuracy", "steps_to_target", "logit_asymmetry_init", "logit_asymmetry",
+    "diag_attention", "prev_attention", "diverged", "diverged_step", "steps_done", "final_train_loss",
     "train_time_s"};
 const std::vector<std::string> kCurveColumns = {
     "experiment", "arm", "task", "arch", "qk", "n_heads", "seed", "step", "train_loss",
@@ -78,7 +88,7 @@ TEST_CASE("attention_ablations rejects bad input with exit 2 and writes nothing"
       {{"--arm=prev_token:decoder:sharedd:4"}, {"arm", "'prev_token:decoder:sharedd:4'", "unknown qk", "separate|shared"}},
       {{"--arm=mqar:decoder:separate"}, {"arm", "four ':'-separated fields"}},
       {{"--arm=copy:decoder:separate:4"}, {"arm", "unknown task 'copy'", "prev_token|mqar|induction|majority|reverse|lm"}},
-      {{"--arm=lm:gpt:separate:4"}, {"arm", "unknown arch 'gpt'", "encoder|decoder|encoder_decoder"}},
+      {{"--arm=lm:gpt:separate:4"}, {"arm", "unknown arch 'gpt'", "encoder|decoder|prefix_lm|encoder_decoder|encoder_decoder_compute"}},
       {{"--arm=lm:encoder:separate:4"}, {"arm", "arch encoder cannot run task lm", "decoder|encoder_decoder"}},
       {{"--arm=induction:encoder:shared:4"}, {"arm", "arch encoder cannot run task induction", "allowed for induction: decoder"}},
       {{"--arm=mqar:encoder_decoder:separate:4"}, {"arm", "arch encoder_decoder cannot run task mqar"}},
@@ -93,6 +103,13 @@ TEST_CASE("attention_ablations rejects bad input with exit 2 and writes nothing"
       {{"--steps=10", "--warmup_steps=11"}, {"warmup_steps", "'11'", "<= steps (10)"}},
       {{"--target_fraction=0"}, {"target_fraction", "'0'"}},
       {{"--arm=prev_token:encoder:separate:2,prev_token:encoder:separate:2"}, {"arm"}},
+      {{"--arm=prev_token:decoder:separate:2/foo=1"}, {"arm", "override key 'foo'"}},
+      {{"--arm=prev_token:decoder:separate:2/d_model"}, {"arm", "override 'd_model' is not key=value"}},
+      {{"--arm=prev_token:decoder:separate:2/d_model=0"}, {"d_model", "'0'"}},
+      {{"--arm=text:encoder:separate:2"}, {"arm", "arch encoder cannot run task text"}},
+      {{"--arm=lag_pair:decoder:separate:2", "--lag_b=1"}, {"lag_b", "!= lag_a"}},
+      {{"--arm=reverse:encoder:separate:2", "--reverse_holdout=9"}, {"reverse_holdout", "'9'"}},
+      {{"--lr_grid=0.01 0"}, {"lr_grid", "'0.01 0'"}},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"--out=" + out.string()};
@@ -146,25 +163,37 @@ TEST_CASE("attention_ablations writes every column, symmetric shared-QK logits a
     for (const auto& c : kMainColumns) CHECK_FALSE(r.at(c).empty());
     by_arm[r.at("arm")] = r;
     CHECK(r.at("experiment") == "attention_ablations");
-    CHECK(r.at("arm") == r.at("task") + ":" + r.at("arch") + ":" + r.at("qk") + ":" + r.at("n_heads"));
+    const std::string base = r.at("task") + ":" + r.at("arch") + ":" + r.at("qk") + ":" + r.at("n_heads");
+    CHECK(r.at("arm").rfind(base, 0) == 0);  // the arm, then its overrides
     CHECK(r.at("diverged") == "0");
     CHECK(r.at("steps_done") == "6");
+    CHECK(r.at("lr") == "0.003");  // no lr_grid: the key lr
+    CHECK(r.at("lr_grid") == "none");
+    CHECK(r.at("pilot_steps") == "0");
     const double acc = num(r, "test_accuracy");
     CHECK(acc >= 0.0);
     CHECK(acc <= 1.0);
     CHECK(num(r, "test_loss") > 0.0);
+    CHECK(std::isfinite(num(r, "valid_loss")));
     CHECK(num(r, "chance_accuracy") > 0.0);
-    CHECK(num(r, "chance_accuracy") < num(r, "best_accuracy"));
-    CHECK(num(r, "target_accuracy") > num(r, "chance_accuracy"));
+    const bool text = r.at("task") == "text" || r.at("task") == "continuation";
+    if (text) {  // no known ceiling for real text; the baseline is the unigram predictor
+      CHECK(num(r, "chance_loss") > 0.0);
+    } else {
+      CHECK(num(r, "chance_accuracy") < num(r, "best_accuracy"));
+      CHECK(num(r, "target_accuracy") > num(r, "chance_accuracy"));
+    }
     const double st = num(r, "steps_to_target");
     CHECK((st == -1 || st == 3 || st == 6));
+    CHECK(num(r, "forward_macs") > 0.0);
     // The measured symmetry ||S - S^T|| / ||S|| of the pre-softmax logits, averaged over the
-    // self-attentions: 0 up to float rounding with W_Q = W_K and added (sinusoidal) positions,
-    // clearly positive with separate projections — at initialisation and after training.
+    // self-attentions: 0 up to float rounding with W_Q = W_K and added (sinusoidal) positions (also
+    // with attention to self masked: the mask comes after), clearly positive with separate
+    // projections — at initialisation and after training.
     for (const char* col : {"logit_asymmetry_init", "logit_asymmetry"}) {
       INFO(col);
       const double s = num(r, col);
-      if (r.at("qk") == "shared") {
+      if (r.at("qk") != "separate") {
         CHECK(s >= 0.0);
         CHECK(s < 1e-5);
       } else {
@@ -172,35 +201,86 @@ TEST_CASE("attention_ablations writes every column, symmetric shared-QK logits a
         CHECK(s <= 2.0);
       }
     }
-    // Parameter counts: single-stack models are the reference (param_budget, the decoder-only
-    // model of the same task, heads and sharing); the encoder-decoder is matched to within one
-    // d_ff unit (2 * d_model + 1 parameters per feed-forward block).
-    const double np = num(r, "n_params"), budget = num(r, "param_budget");
+    // Parameter counts: the budget is the decoder-only model of the same task and heads with
+    // separate W_Q, W_K. Single-stack separate models have it exactly; the encoder-decoder is
+    // matched to within one d_ff unit (2 * width + 1 parameters per feed-forward block); the
+    // compute-matched encoder-decoder has num_layers per stack at d_model (about twice the count).
+    const double np = num(r, "n_params"), budget = num(r, "param_budget"), D = num(r, "d_model");
     if (r.at("arch") == "encoder_decoder") {
       CHECK(np <= budget);
-      CHECK(np > budget - 2 * (2 * num(r, "d_model") + 1));
+      CHECK(np > budget - 2 * (2 * D + 1));
       CHECK(r.at("encoder_layers") == "1");
       CHECK(r.at("decoder_layers") == "1");
+      CHECK(D < num(r, "ref_d_model"));
+    } else if (r.at("arch") == "encoder_decoder_compute") {
+      CHECK(np > 1.8 * budget);
+      CHECK(r.at("encoder_layers") == "2");
+      CHECK(r.at("decoder_layers") == "2");
+      CHECK(D == num(r, "ref_d_model"));
+    } else if (r.at("qk") == "separate") {
+      CHECK(np == budget);
+    } else if (r.at("arm").find("shared_match=d_ff") != std::string::npos) {
+      // W_K's parameters come back as feed-forward units: within one unit of the budget.
+      CHECK(np <= budget);
+      CHECK(np > budget - 2 * (2 * D + 1));
+      CHECK(num(r, "d_ff") > 2 * D);
     } else {
-      CHECK(np == budget);  // the budget is the decoder-only count of the same arm
+      // Sharing drops W_K [D, D] and b_K [D] from every layer: L·(D² + D) fewer parameters.
+      CHECK(budget - np == 2 * (D * D + D));
     }
   }
-  // Sharing drops W_K [D, D] and b_K [D] from every layer: L·(D² + D) fewer parameters.
-  CHECK(num(by_arm.at("prev_token:decoder:separate:2"), "n_params") -
-            num(by_arm.at("prev_token:decoder:shared:2"), "n_params") ==
-        2 * (8 * 8 + 8));
-  // Layouts: decoder-only reverse is a prefix LM over [x, sep, y_<n]; the encoder reads x; the
-  // encoder-decoder reads x and [bos, y_<n].
-  CHECK(by_arm.at("reverse:decoder:separate:2").at("src_len") == "8");
-  CHECK(by_arm.at("reverse:encoder:separate:2").at("src_len") == "4");
-  CHECK(by_arm.at("reverse:encoder_decoder:shared:2").at("src_len") == "4");
-  CHECK(by_arm.at("reverse:encoder_decoder:shared:2").at("tgt_len") == "4");
-  CHECK(by_arm.at("majority:encoder_decoder:separate:2").at("tgt_len") == "1");
-  CHECK(by_arm.at("lm:encoder_decoder:separate:2").at("src_len") == "4");
-  CHECK(by_arm.at("lm:decoder:separate:2").at("src_len") == "8");
+  // Reformer's mask of attention to self: a query attends to itself only where it sees no other
+  // key (position 0 under the causal mask: 1 of the 8 positions).
+  CHECK(num(by_arm.at("prev_token:decoder:shared_noself:2"), "diag_attention") == Approx(1.0 / 8).margin(1e-6));
+  CHECK(num(by_arm.at("prev_token:decoder:shared:2"), "diag_attention") > 0.2);
+  // Layouts: decoder-only and prefix-LM reverse read [x, sep, y_<n]; the encoder reads x; the
+  // encoder-decoder reads x and [sep, y_<n]; the continuation arms' source is the first half.
+  CHECK(num(by_arm.at("reverse:decoder:separate:2"), "mean_src_len") == 8);
+  CHECK(num(by_arm.at("reverse:prefix_lm:separate:2"), "mean_src_len") == 8);
+  CHECK(num(by_arm.at("dup_tag:decoder:separate:2"), "mean_src_len") == 16);
+  CHECK(num(by_arm.at("reverse:encoder:separate:2"), "mean_src_len") == 4);
+  CHECK(num(by_arm.at("reverse:encoder_decoder:shared:2"), "mean_src_len") == 4);
+  CHECK(num(by_arm.at("reverse:encoder_decoder:shared:2"), "mean_tgt_len") == 4);
+  CHECK(num(by_arm.at("majority:encoder_decoder:separate:2"), "mean_tgt_len") == 1);
+  CHECK(num(by_arm.at("lm:encoder_decoder:separate:2"), "mean_src_len") == 4);
+  CHECK(num(by_arm.at("lm:encoder_decoder_compute:separate:2"), "mean_tgt_len") == 4);
+  CHECK(num(by_arm.at("continuation:encoder_decoder:separate:2"), "mean_src_len") == 4);
+  CHECK(num(by_arm.at("lm:decoder:separate:2"), "mean_src_len") == 8);
+  CHECK(by_arm.at("lag_pair:decoder:separate:2/seq_len=10").at("seq_len") == "10");
   CHECK(num(by_arm.at("lm:decoder:separate:2"), "optimal_loss") > 0.0);
   CHECK(num(by_arm.at("lm:decoder:separate:2"), "best_accuracy") < 1.0);
   CHECK(by_arm.at("majority:encoder:separate:2").at("chance_accuracy") == "0.25");
+  // lag_pair's baseline knows one of the two tokens: 1/V; dup_tag's is the tag's prior.
+  CHECK(num(by_arm.at("lag_pair:decoder:separate:2/seq_len=10"), "chance_accuracy") == Approx(1.0 / 8));
+  const double p_dup = 1 - std::pow(1 - 1.0 / 8, 7);
+  CHECK(num(by_arm.at("dup_tag:encoder:separate:2"), "chance_accuracy") == Approx(std::max(p_dup, 1 - p_dup)));
+
+  // Head pruning (single-stack models with >= 2 heads): one heads row per layer and head, one
+  // pruning row per fraction; removing no head leaves the test loss unchanged.
+  const Csv heads = parse_csv(slurp(ref / "attention_ablations_heads.csv"));
+  const Csv pruning = parse_csv(slurp(ref / "attention_ablations_pruning.csv"));
+  std::size_t prunable = 0, prunable_heads = 0;
+  for (const auto& r : rows)
+    if (r.at("n_heads") != "1" && r.at("arch").rfind("encoder_decoder", 0) != 0) {
+      ++prunable;
+      prunable_heads += 2 * static_cast<std::size_t>(num(r, "n_heads"));  // 2 layers
+    }
+  CHECK(heads.rows.size() == prunable_heads);
+  CHECK(pruning.rows.size() == 2 * prunable);
+  for (const auto& r : heads.rows) {
+    CHECK(num(r, "importance") == Approx(num(r, "valid_loss_masked") - num(r, "valid_loss")).margin(1e-7));
+  }
+  for (const auto& r : pruning.rows) {
+    INFO(r.at("arm") << " fraction " << r.at("fraction"));
+    const double h = num(r, "n_heads");
+    CHECK(num(r, "heads_total") == 2 * h);
+    if (r.at("fraction") == "0") {
+      CHECK(r.at("heads_removed") == "0");
+      CHECK(num(r, "test_loss") == Approx(num(r, "full_test_loss")).epsilon(1e-6));
+    } else {
+      CHECK(num(r, "heads_removed") == h);  // round(0.5 * 2h)
+    }
+  }
 
   const Csv curve_table = parse_csv(curve);
   const auto& curve_header = curve_table.header;
@@ -224,4 +304,37 @@ TEST_CASE("attention_ablations writes every column, symmetric shared-QK logits a
   REQUIRE(run(tiny(other, {"--seed=7"}), d.path).code == 0);
   CHECK(drop_column(slurp(other / "attention_ablations.csv"), "train_time_s") !=
         drop_column(csv, "train_time_s"));
+}
+
+TEST_CASE("attention_ablations chooses the learning rate by a pilot and tests reverse on held-out lengths",
+          "[integration][attention_ablations]") {
+  TempDir d;
+  const fs::path out = d.path / "res";
+  const Run a = run({"--arm=reverse:encoder:separate:2,reverse:prefix_lm:separate:2", "--seeds=1",
+                     "--d_model=8", "--num_layers=2", "--vocab=8", "--reverse_min_len=3",
+                     "--reverse_max_len=5", "--reverse_holdout=5", "--batch=4", "--steps=4",
+                     "--warmup_steps=1", "--eval_every=2", "--eval_batch=4", "--val_batch=8",
+                     "--test_batch=8", "--lr_grid=0.001 0.01", "--pilot_steps=3", "--out=" + out.string()},
+                    d.path);
+  INFO(a.err);
+  REQUIRE(a.code == 0);
+  const Csv t = parse_csv(slurp(out / "attention_ablations.csv"));
+  REQUIRE(t.rows.size() == 2);
+  for (const auto& r : t.rows) {
+    INFO(r.at("arm"));
+    CHECK(r.at("lr_grid") == "0.001 0.01");
+    CHECK(r.at("pilot_steps") == "3");
+    // The chosen rate is the grid's value with the lowest validation loss after the pilot.
+    std::istringstream losses(r.at("pilot_val_losses"));
+    double l0 = 0, l1 = 0;
+    REQUIRE(losses >> l0 >> l1);
+    CHECK(num(r, "lr") == Approx(l0 <= l1 ? 0.001 : 0.01));
+    // Trained on lengths 3 and 4 (mean 3.5); the test set holds the unseen length 5, the seen
+    // test set the training lengths.
+    const double per = r.at("arch") == "encoder" ? 1.0 : 2.0;
+    CHECK(num(r, "mean_src_len") == Approx(3.5 * per));
+    CHECK(std::isfinite(num(r, "seen_test_loss")));
+    CHECK(num(r, "seen_test_accuracy") >= 0.0);
+    CHECK(num(r, "seen_test_accuracy") <= 1.0);
+  }
 }

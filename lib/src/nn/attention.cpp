@@ -250,6 +250,16 @@ void MultiheadAttention::set_alibi(bool on) {
   if (on) slopes_ = alibi_slopes(n_heads_);
 }
 
+void MultiheadAttention::set_head_mask(std::vector<float> gates) {
+  if (!gates.empty() && gates.size() != n_heads_)
+    throw std::invalid_argument("MultiheadAttention.set_head_mask: " + std::to_string(gates.size()) +
+                                " gates; expected 0 (no mask) or n_heads = " + std::to_string(n_heads_));
+  for (float g : gates)
+    if (!std::isfinite(g))
+      throw std::invalid_argument("MultiheadAttention.set_head_mask: a gate is not finite");
+  head_mask_ = std::move(gates);
+}
+
 void MultiheadAttention::set_position_offsets(std::size_t q_offset, std::size_t k_offset) {
   q_offset_ = q_offset;
   k_offset_ = k_offset;
@@ -299,6 +309,9 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
   alibi_fwd_ = alibi_;
   q_off_fwd_ = q_offset_;
   k_off_fwd_ = k_offset_;
+  mask_self_fwd_ = mask_self_ && self;
+  causal_prefix_fwd_ = causal_prefix_;
+  head_mask_fwd_ = head_mask_;
   B_ = B;
   Tq_ = Tq;
   Tk_ = Tk;
@@ -404,7 +417,9 @@ void MultiheadAttention::head_softmax(std::size_t g, float* P, const float* pad_
   const float slope = alibi_fwd_ ? slopes_(i) : 0.0f;
   for (std::size_t r = 0; r < Tq; ++r) {
     float* row = P + r * Tk;
-    const std::size_t n = causal_ ? causal_limit(r, Tk, q_off_fwd_, k_off_fwd_) : Tk;
+    std::size_t n = causal_ ? causal_limit(r, Tk, q_off_fwd_, k_off_fwd_) : Tk;
+    if (causal_ && causal_prefix_fwd_ > k_off_fwd_)  // prefix keys visible to every query
+      n = std::max(n, std::min(Tk, causal_prefix_fwd_ - k_off_fwd_));
     if (alibi_fwd_) {
       // −m·|pos_q − pos_k|; equal to the causal −m·(pos_q − pos_k) on the visible keys.
       const float pq = static_cast<float>(q_off_fwd_ + r);
@@ -413,6 +428,13 @@ void MultiheadAttention::head_softmax(std::size_t g, float* P, const float* pad_
     }
     if (any_pad)
       for (std::size_t j = 0; j < n; ++j) row[j] += pad_bias[j];
+    if (mask_self_fwd_ && q_off_fwd_ + r >= k_off_fwd_ && q_off_fwd_ + r - k_off_fwd_ < n) {
+      // Reformer: no attention to the own position unless no other key is visible.
+      const std::size_t js = q_off_fwd_ + r - k_off_fwd_;
+      bool other = false;
+      for (std::size_t j = 0; j < n && !other; ++j) other = j != js && row[j] != kNegInf;
+      if (other) row[js] = kNegInf;
+    }
     softmax_inplace(row, n);
     std::fill(row + n, row + Tk, 0.0f);  // causally masked keys
   }
@@ -433,7 +455,8 @@ void MultiheadAttention::attend_heads() {
         any_pad = padding_bias(key_pad_.data() + b * Tk, Tk, pad_bias);
       float* P = probs_.data() + g * Tq * Tk;
       head_softmax(g, P, pad_bias.data(), any_pad, panel);
-      detail::head_gemm(false, false, Tq, dk, Tk, 1.0f, P, Tk, V.at(b, i), V.ld, 0.0f,
+      const float gate = head_mask_fwd_.empty() ? 1.0f : head_mask_fwd_[i];  // Michel et al.'s ξ_i
+      detail::head_gemm(false, false, Tq, dk, Tk, gate, P, Tk, V.at(b, i), V.ld, 0.0f,
                         ctx_merged_.data() + b * Tq * D + i * dk, D, panel);
     }
   });
@@ -532,7 +555,9 @@ void MultiheadAttention::backward_heads_materialised(const Tensor3& dctx_merged,
       const std::size_t b = g / h, i = g % h;
       const float* P = probs_.data() + g * Tq * Tk;
       const float* dhead = dctx_merged.data() + b * Tq * D + i * dk;
-      detail::head_gemm(false, true, Tq, Tk, dk, 1.0f, dhead, D, V.at(b, i), V.ld, 0.0f, G, Tk, panel);
+      // head_i enters the concatenation as ξ_i·P V (set_head_mask): dP and dV carry ξ_i.
+      const float gate = head_mask_fwd_.empty() ? 1.0f : head_mask_fwd_[i];
+      detail::head_gemm(false, true, Tq, Tk, dk, gate, dhead, D, V.at(b, i), V.ld, 0.0f, G, Tk, panel);
       // The softmax's backward before dV: it reads P row by row, in order, which brings P (kept
       // since the forward, so out of cache) in at the streaming rate; dV = Pᵀ dhead then reads P
       // from cache (six neighbouring floats of a row per step, moving down the rows Tk floats
@@ -543,7 +568,7 @@ void MultiheadAttention::backward_heads_materialised(const Tensor3& dctx_merged,
         const float s = dot(p, gr, Tk);
         for (std::size_t j = 0; j < Tk; ++j) gr[j] = p[j] * (gr[j] - s);
       }
-      detail::head_gemm(true, false, Tk, dk, Tq, 1.0f, P, Tk, dhead, D, 0.0f, dV.at(b, i), dV.ld, panel);
+      detail::head_gemm(true, false, Tk, dk, Tq, gate, P, Tk, dhead, D, 0.0f, dV.at(b, i), dV.ld, panel);
       detail::head_gemm(false, false, Tq, dk, Tk, scale, G, Tk, K.at(b, i), K.ld, 0.0f, dQ.at(b, i), dQ.ld, panel);
       detail::head_gemm(true, false, Tk, dk, Tq, scale, G, Tk, Q.at(b, i), Q.ld, beta_k, dK.at(b, i), dK.ld,
                         panel);
@@ -656,6 +681,7 @@ const Tensor4& MultiheadAttention::attention_probs() const {
 }
 
 bool MultiheadAttention::uses_fused(std::size_t seq_len_q, std::size_t seq_len_k, bool causal) const {
+  if (mask_self_ || causal_prefix_ > 0 || !head_mask_.empty()) return false;  // materialised only
   switch (kernel_) {
     case AttentionKernel::fused: return true;
     case AttentionKernel::materialised: return false;

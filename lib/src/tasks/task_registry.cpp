@@ -21,6 +21,8 @@
 #include "seqlab/tasks/mqar.hpp"
 #include "seqlab/tasks/padded_tokens.hpp"
 #include "seqlab/tasks/previous_token.hpp"
+#include "seqlab/tasks/lag_pair.hpp"
+#include "seqlab/tasks/duplicate_tag.hpp"
 #include "seqlab/tasks/repeat_copy.hpp"
 #include "seqlab/tasks/reverse.hpp"
 #include "seqlab/tasks/text.hpp"
@@ -462,6 +464,31 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
            if (tf != kDefaultSplitFraction) o.test_fraction = tf;
            auto corpus = std::make_shared<const TextCorpus>(TextCorpus::open(o));
            return std::make_unique<TextTask>(corpus, static_cast<std::size_t>(seq_len), split);
+         }});
+  r.add("lag_pair",
+        {"output the ordered pair of the tokens lag_a and lag_b positions earlier (V^2 classes; "
+         "two relations per position; baseline: one of the two lookups)",
+         {{"seq_len", "32", "tokens"},
+          {"vocab_size", "8", "tokens"},
+          {"lag_a", "1", "tokens"},
+          {"lag_b", "3", "tokens"}},
+         [](const TaskParams& p) {
+           auto t = std::make_shared<const LagPairTask>(p.get_int("seq_len"), p.get_int("vocab_size"),
+                                                        p.get_int("lag_a"), p.get_int("lag_b"));
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->one_lookup_loss(),
+                                   t->one_lookup_accuracy(), t->n_classes());
+           set_exact_ceiling(s);
+           return wrap(t, s, from_tokens);
+         }});
+  r.add("duplicate_tag",
+        {"tag each position 1 if its token occurs elsewhere in the row, before or after (needs "
+         "bidirectional context; baseline: the tag's prior)",
+         {{"length", "24", "tokens"}, {"vocab_size", "32", "tokens"}},
+         [](const TaskParams& p) {
+           auto t = std::make_shared<const DuplicateTagTask>(p.get_int("length"), p.get_int("vocab_size"));
+           TaskSpec s = token_spec(t->vocab_size(), t->length(), t->prior_loss(), t->prior_accuracy(), 2);
+           set_exact_ceiling(s);
+           return wrap(t, s, from_tokens);
          }});
 }
 

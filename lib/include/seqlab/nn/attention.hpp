@@ -207,11 +207,44 @@ class MultiheadAttention : public Module {
   /// e.g. decoding with a key/value prefix: q_offset = k_offset + prefix length).
   void set_position_offsets(std::size_t q_offset, std::size_t k_offset);
 
+  /// Reformer's mask of attention to self (Kitaev et al. 2020, "Reformer", §2 "Shared-QK
+  /// Transformer"): in a self-attention forward, query i may not attend to the key at its own
+  /// position (pos_k(j) = pos_q(i)) unless that key is the only one it may see (e.g. the first
+  /// position under the causal mask, or every other key padded). With W_Q = W_K a query's score
+  /// with itself, |q_i|²/√d_k, is almost always its largest (Reformer §2); masking it makes the
+  /// head look elsewhere. The masked entry is −∞ before the softmax (probability exactly 0), so
+  /// backward needs nothing more: dS = P ⊙ (…) is 0 there. Cross-attention forwards ignore it.
+  /// Off by default; applies to later forwards (the backward uses what its forward used). A
+  /// forward with this mask, a causal prefix or a head mask runs the materialised kernel whatever
+  /// kernel() says (the fused kernel has none of the three).
+  void set_mask_self(bool on) { mask_self_ = on; }
+  bool mask_self() const { return mask_self_; }
+  /// Prefix-LM mask (Raffel et al. 2020, "T5", §3.2.1 and Fig. 3 right, "causal with prefix"):
+  /// under the causal mask, keys at positions pos_k(j) < prefix are visible to every query
+  /// (the prefix is read bidirectionally), the others as the causal mask says. 0 (default) = the
+  /// plain causal mask; no effect on forwards without the causal mask. Applies to later forwards
+  /// (materialised kernel, see set_mask_self).
+  void set_causal_prefix(std::size_t prefix) { causal_prefix_ = prefix; }
+  std::size_t causal_prefix() const { return causal_prefix_; }
+  /// Head mask (Michel, Levy & Neubig 2019, "Are Sixteen Heads Really Better than One?", §2.2
+  /// eq. 2): head i's output is multiplied by ξ_i before the output projection,
+  ///   MultiHead = Concat(ξ_1 head_1, .., ξ_h head_h) W_Oᵀ + b_O,
+  /// so ξ_i = 0 removes head i (pruning) and ξ_i = 1 keeps it. `gates`: h values (any finite
+  /// reals), or empty to clear (every ξ_i = 1, the default). Backward scales the head's
+  /// gradients by the same ξ_i (no gradient for ξ itself). Applies to later forwards
+  /// (materialised kernel, see set_mask_self).
+  /// Throws std::invalid_argument if gates is neither empty nor of size n_heads, or holds a
+  /// non-finite value.
+  void set_head_mask(std::vector<float> gates);
+  /// The gates set by set_head_mask (empty: none).
+  const std::vector<float>& head_mask() const { return head_mask_; }
+
   /// The kernel for later forwards (default AttentionKernel::automatic). The backward always
   /// uses the kernel its forward used.
   void set_kernel(AttentionKernel kernel) { kernel_ = kernel; }
   AttentionKernel kernel() const { return kernel_; }
-  /// True if a forward with these lengths and mask.causal would run the fused kernel under kernel().
+  /// True if a forward with these lengths and mask.causal would run the fused kernel under kernel()
+  /// (never with a self mask, causal prefix or head mask set: set_mask_self).
   bool uses_fused(std::size_t seq_len_q, std::size_t seq_len_k, bool causal) const;
   /// True if the last forward ran the fused kernel. Throws std::logic_error before any forward.
   bool last_forward_fused() const;
@@ -297,6 +330,9 @@ class MultiheadAttention : public Module {
   bool alibi_ = false;
   Tensor1 slopes_;  // [h] ALiBi slopes when alibi_
   std::size_t q_offset_ = 0, k_offset_ = 0;
+  bool mask_self_ = false;
+  std::size_t causal_prefix_ = 0;
+  std::vector<float> head_mask_;  // [h] or empty
 
   AttentionKernel kernel_ = AttentionKernel::automatic;
 
@@ -310,6 +346,9 @@ class MultiheadAttention : public Module {
   const RotaryEmbedding* rope_fwd_ = nullptr;
   bool alibi_fwd_ = false;
   std::size_t q_off_fwd_ = 0, k_off_fwd_ = 0;
+  bool mask_self_fwd_ = false;
+  std::size_t causal_prefix_fwd_ = 0;
+  std::vector<float> head_mask_fwd_;  // [h] or empty
   std::size_t B_ = 0, Tq_ = 0, Tk_ = 0;
   Tensor3 xq_;       // [B, Tq, D] copy of query (self: of x), or x itself taken over
   Tensor2 xkv_;      // [B·Tk, D] copy of key_value (cross only)

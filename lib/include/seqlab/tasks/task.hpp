@@ -48,6 +48,10 @@
 //                                                         CharCorpus windows, padded
 //   text            corpus=kjv unit=char seq_len=64 valid_fraction=0.05 test_fraction=0.05
 //                   split=train                           TextTask (tasks/text.hpp): KJV or a file
+//   lag_pair        seq_len=32 vocab_size=8 lag_a=1 lag_b=3 LagPairTask: the pair (x_{t-a}, x_{t-b}),
+//                                                         V^2 classes
+//   duplicate_tag   length=24 vocab_size=32               DuplicateTagTask: 1 where the token
+//                                                         occurs elsewhere in the row
 //
 // Adding a task (lib/README.md "Extending seqlab"): the task class (tasks/<name>.hpp + .cpp, a
 // deterministic sample(batch, rng)), and one registration line that wraps it:
