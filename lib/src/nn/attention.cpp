@@ -209,6 +209,14 @@ void MultiheadAttention::set_alibi(bool on) {
   if (on) slopes_ = alibi_slopes(n_heads_);
 }
 
+void MultiheadAttention::set_relative_bias(RelativePositionBias* bias) {
+  if (bias && bias->n_heads() != n_heads_)
+    throw std::invalid_argument("MultiheadAttention.set_relative_bias: the bias has n_heads = " +
+                                std::to_string(bias->n_heads()) + "; must equal n_heads = " +
+                                std::to_string(n_heads_));
+  rel_bias_ = bias;
+}
+
 void MultiheadAttention::set_position_offsets(std::size_t q_offset, std::size_t k_offset) {
   q_offset_ = q_offset;
   k_offset_ = k_offset;
@@ -255,6 +263,8 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
   causal_ = mask.causal;
   rope_fwd_ = rope_;
   alibi_fwd_ = alibi_;
+  rel_bias_fwd_ = rel_bias_;
+  if (rel_bias_) rel_bias_->prepare(std::max(q_offset_ + Tq, k_offset_ + Tk));  // before the heads run
   q_off_fwd_ = q_offset_;
   k_off_fwd_ = k_offset_;
   B_ = B;
@@ -360,6 +370,7 @@ void MultiheadAttention::attend_heads(const PaddingMask* key_padding) {
           const float k0 = static_cast<float>(k_off_fwd_);
           for (std::size_t j = 0; j < n; ++j) row[j] -= slope * std::abs(pq - (k0 + static_cast<float>(j)));
         }
+        if (rel_bias_fwd_) rel_bias_fwd_->add_row(i, q_off_fwd_ + r, k_off_fwd_, n, causal_, row);
         if (any_pad)
           for (std::size_t j = 0; j < n; ++j) row[j] += pad_bias[j];
         softmax_inplace(row, n);
@@ -431,6 +442,9 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
   // head, so the same thread, after its dQ).
   const std::size_t threads = head_threads(Bh);
   dprobs_.resize({threads * Tq, Tk});
+  // Relative bias: dL/dweight per head (b, i) into its own slots, summed below in head order.
+  const std::size_t n_buckets = rel_bias_fwd_ ? rel_bias_fwd_->num_buckets() : 0;
+  if (rel_bias_fwd_) rel_slots_.assign(Bh * n_buckets, 0.0f);
   for_head_ranges(Bh, threads, [&](std::size_t g0, std::size_t g1, std::size_t w) {
     float* G = dprobs_.data() + w * Tq * Tk;
     std::vector<float> panel;  // head_gemm's packed operand (head_gemm.hpp)
@@ -448,6 +462,11 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
         float* gr = G + r * Tk;
         const float s = dot(p, gr, Tk);
         for (std::size_t j = 0; j < Tk; ++j) gr[j] = p[j] * (gr[j] - s);
+        // S = ... + bias[bucket]  ->  dbias[bucket] += dS (masked keys: dS = 0, skipped).
+        if (rel_bias_fwd_)
+          rel_bias_fwd_->accumulate_row(q_off_fwd_ + r, k_off_fwd_,
+                                        causal_ ? causal_limit(r, Tk, q_off_fwd_, k_off_fwd_) : Tk, causal_, gr,
+                                        rel_slots_.data() + g * n_buckets);
       }
       detail::head_gemm(true, false, Tk, dk, Tq, 1.0f, P, Tk, dhead, D, 0.0f, dV.at(b, i), dV.ld, panel);
       detail::head_gemm(false, false, Tq, dk, Tk, scale, G, Tk, K.at(b, i), K.ld, 0.0f, dQ.at(b, i), dQ.ld, panel);
@@ -455,6 +474,8 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
                         panel);
     }
   });
+  if (rel_bias_fwd_)  // in head order g = b·h + i, whatever the thread split
+    for (std::size_t g = 0; g < Bh; ++g) rel_bias_fwd_->add_head_grad(g % h, rel_slots_.data() + g * n_buckets);
   if (rope_fwd_) {  // q̃ = R q  ->  dq = Rᵀ dq̃ (same for k); then into dproj's columns
     rope_fwd_->rotate(dq_.data(), Bh, Tq, q_off_fwd_, true);
     rope_fwd_->rotate(dk_.data(), Bh, Tk, k_off_fwd_, true);
@@ -528,6 +549,8 @@ double MultiheadAttention::logit_asymmetry() const {
             S[r * T + c] -= static_cast<float>(m * (causal_ ? dist : std::abs(dist)));
           }
       }
+      if (rel_bias_fwd_)
+        for (std::size_t r = 0; r < T; ++r) rel_bias_fwd_->add_row(i, q_off_fwd_ + r, k_off_fwd_, T, causal_, &S[r * T]);
       double num = 0.0, den = 0.0;
       for (std::size_t r = 0; r < T; ++r)
         for (std::size_t c = 0; c < T; ++c) {
