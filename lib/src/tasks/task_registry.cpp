@@ -20,9 +20,11 @@
 #include "seqlab/tasks/markov_lm.hpp"
 #include "seqlab/tasks/mqar.hpp"
 #include "seqlab/tasks/padded_tokens.hpp"
+#include "seqlab/tasks/passkey.hpp"
 #include "seqlab/tasks/previous_token.hpp"
 #include "seqlab/tasks/repeat_copy.hpp"
 #include "seqlab/tasks/reverse.hpp"
+#include "seqlab/tasks/scattered_recall.hpp"
 #include "seqlab/tasks/text.hpp"
 
 namespace seqlab {
@@ -462,6 +464,48 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
            if (tf != kDefaultSplitFraction) o.test_fraction = tf;
            auto corpus = std::make_shared<const TextCorpus>(TextCorpus::open(o));
            return std::make_unique<TextTask>(corpus, static_cast<std::size_t>(seq_len), split);
+         }});
+  r.add("mqar_scattered",
+        {"multi-query associative recall with pairs and queries scattered over the whole row "
+         "(tasks/scattered_recall.hpp; baseline: the key-agnostic predictor on a fixed sample)",
+         {{"seq_len", "64", "tokens"},
+          {"n_pairs", "8", "key-value pairs"},
+          {"n_queries", "4", "queries per row"},
+          {"n_keys", "16", "key vocabulary"},
+          {"n_values", "16", "value vocabulary"}},
+         [](const TaskParams& p) {
+           auto t = std::make_shared<const ScatteredAssociativeRecall>(
+               p.get_int("seq_len"), p.get_int("n_pairs"), p.get_int("n_queries"), p.get_int("n_keys"),
+               p.get_int("n_values"));
+           const RecallBaseline base = t->expected_key_agnostic();
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), base.loss, base.accuracy);
+           s.dependent_baseline_loss = s.baseline_loss;
+           s.dependent_baseline_accuracy = s.baseline_accuracy;
+           set_exact_ceiling(s);
+           return wrap(t, s, [t](TokenBatch b) {
+             IndexTensor2 d = t->distances(b);
+             TaskBatch out = from_tokens(std::move(b));
+             out.distances = std::move(d);
+             return out;
+           });
+         }});
+  r.add("passkey",
+        {"passkey retrieval: n distinct digits hidden at a random depth in repeated filler, asked for "
+         "at the end (Mohtashami & Jaggi 2023; Chen et al. 2023 sec. 3.2)",
+         {{"seq_len", "64", "tokens"}, {"n_digits", "5", "digits of the key"}, {"filler_period", "5", "tokens of the repeated filler sentence"}},
+         [](const TaskParams& p) {
+           auto t = std::make_shared<const PasskeyTask>(p.get_int("seq_len"), p.get_int("n_digits"),
+                                                        p.get_int("filler_period"));
+           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy());
+           s.dependent_baseline_loss = s.baseline_loss;
+           s.dependent_baseline_accuracy = s.baseline_accuracy;
+           set_exact_ceiling(s);
+           return wrap(t, s, [t](TokenBatch b) {
+             IndexTensor2 d = t->distances(b);
+             TaskBatch out = from_tokens(std::move(b));
+             out.distances = std::move(d);
+             return out;
+           });
          }});
 }
 
