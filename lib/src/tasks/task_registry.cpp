@@ -193,6 +193,22 @@ std::unique_ptr<Task> wrap(std::shared_ptr<const T> task, TaskSpec spec, Convert
   });
 }
 
+// A token task whose baseline already ignores only the dependency tested (so it is also the
+// dependent positions' baseline), with an exact ceiling and each scored target's distance from
+// task->distances(batch).
+template <class T>
+std::unique_ptr<Task> wrap_with_distances(std::shared_ptr<const T> task, TaskSpec spec) {
+  spec.dependent_baseline_loss = spec.baseline_loss;
+  spec.dependent_baseline_accuracy = spec.baseline_accuracy;
+  set_exact_ceiling(spec);
+  return wrap(task, std::move(spec), [task](TokenBatch b) {
+    IndexTensor2 d = task->distances(b);
+    TaskBatch out = from_tokens(std::move(b));
+    out.distances = std::move(d);
+    return out;
+  });
+}
+
 // Order = the order of messages and --help choices.
 void register_builtin_tasks(Registry<TaskEntry>& r) {
   r.add("copy_memory",
@@ -478,16 +494,7 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
                p.get_int("seq_len"), p.get_int("n_pairs"), p.get_int("n_queries"), p.get_int("n_keys"),
                p.get_int("n_values"));
            const RecallBaseline base = t->expected_key_agnostic();
-           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), base.loss, base.accuracy);
-           s.dependent_baseline_loss = s.baseline_loss;
-           s.dependent_baseline_accuracy = s.baseline_accuracy;
-           set_exact_ceiling(s);
-           return wrap(t, s, [t](TokenBatch b) {
-             IndexTensor2 d = t->distances(b);
-             TaskBatch out = from_tokens(std::move(b));
-             out.distances = std::move(d);
-             return out;
-           });
+           return wrap_with_distances(t, token_spec(t->vocab_size(), t->seq_len(), base.loss, base.accuracy));
          }});
   r.add("passkey",
         {"passkey retrieval: n distinct digits hidden at a random depth in repeated filler, asked for "
@@ -496,16 +503,7 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
          [](const TaskParams& p) {
            auto t = std::make_shared<const PasskeyTask>(p.get_int("seq_len"), p.get_int("n_digits"),
                                                         p.get_int("filler_period"));
-           TaskSpec s = token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy());
-           s.dependent_baseline_loss = s.baseline_loss;
-           s.dependent_baseline_accuracy = s.baseline_accuracy;
-           set_exact_ceiling(s);
-           return wrap(t, s, [t](TokenBatch b) {
-             IndexTensor2 d = t->distances(b);
-             TaskBatch out = from_tokens(std::move(b));
-             out.distances = std::move(d);
-             return out;
-           });
+           return wrap_with_distances(t, token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy()));
          }});
 }
 
