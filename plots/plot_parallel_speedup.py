@@ -3,29 +3,44 @@
 hardware better than recurrence and trains faster, at an O(n^2) memory cost).
 
 usage: plot_parallel_speedup.py [RESULTS_DIR]   (default: results/parallel_speedup)
-Reads parallel_speedup.csv, parallel_speedup_time_to_accuracy.csv, parallel_speedup_tta_curve.csv
-and parallel_speedup.meta.json from RESULTS_DIR; writes into RESULTS_DIR/figures:
-  parallel_speedup_time           time per pass vs seq_len, log-log, one line per model
-                                  (median, min-max band over repetitions; 1 thread)
-  parallel_speedup_speedup        speedup over 1 thread vs threads (forward+backward), ideal y = x
-  parallel_speedup_memory         bytes kept for backward vs seq_len (analytic lines, measured
-                                  heap growth as markers) and process peak RSS
-  parallel_speedup_roofline       achieved GFLOP/s as a fraction of the same run's SGEMM rate
-  parallel_speedup_complexity     sequential steps and analytic FLOPs vs seq_len (Table 1's terms)
-  parallel_speedup_time_to_accuracy  wall-clock seconds to the target accuracy per model (bars:
-                                  mean ± 95% CI over seeds, dots: seeds, hollow: not reached), and
-                                  recall accuracy vs training time
-  parallel_speedup_crossover.csv  the crossover table (below)
+Reads parallel_speedup.csv (one row per timed case), parallel_speedup_rounds.csv (every timing
+round), parallel_speedup_memory.csv (bytes kept for backward), parallel_speedup_time_to_accuracy.csv,
+parallel_speedup_tta_lr.csv, parallel_speedup_tta_curve.csv and parallel_speedup.meta.json from
+RESULTS_DIR; writes into RESULTS_DIR/figures:
+  parallel_speedup_speedup        thread scaling at the benchmark shape: speedup over 1 thread per
+                                  family against seq_len (forward+backward and forward), 95 %
+                                  interval over the paired rounds, ideal = threads
+  parallel_speedup_time           time per forward+backward at the benchmark shape, 1 and N threads
+  parallel_speedup_roofline       achieved GFLOP/s as a fraction of the same cell's SGEMM rate
+  parallel_speedup_crossover      t(self-attention) / t(other) against n/d at every d, and the
+                                  crossover n*(d) on log-log axes with its fitted slope
+  parallel_speedup_memory         bytes kept for backward against seq_len per family and attention
+                                  kernel, with the fitted a + b·n + c·n²
+  parallel_speedup_generation     per-token latency at batch 1 against the prefix: one decoding
+                                  step (KV cache / recurrent state) and the parallel forward's time
+                                  per position
+  parallel_speedup_complexity     sequential steps and analytic FLOPs against seq_len (Table 1)
+  parallel_speedup_time_to_accuracy  validation bits per character against updates and against
+                                  training time, and the updates / seconds / ms per update to the
+                                  target per family
+  parallel_speedup_crossover.csv  n*(d) per attention and other family (interpolated or a bound),
+                                  its interval, the FLOP-count crossover and Table 1's n = d
+  parallel_speedup_crossover_law.csv  the log-log slope of n* against d per family
+  parallel_speedup_memory_fit.csv a, b, c of the bytes per family, kernel, d and batch
 Exits 2 naming a missing or malformed file or column.
 
-Crossover (Vaswani et al. 2017, Table 1: self-attention O(n^2 d) vs recurrent O(n d^2) per layer,
-so self-attention is cheaper for n < d): for every attention model A, recurrent or convolutional
-model R, match, pass, batch and thread count, the seq_len at which A's median time passes R's
-(first sign change of log(t_A / t_R) along seq_len, interpolated log-log between the two grid
-points), next to the seq_len at which A's analytic FLOPs pass R's (from the flops column; the
-attention FLOPs are a·n + b·n^2 and the recurrent c·n, so n* = (c − a) / b when c > a; 0 when
-the attention has more FLOPs at every n)
-and Table 1's n = d (d_model).
+Intervals. Timings come in interleaved rounds (timing.hpp): every case of a point once per round.
+A speedup's interval is the Student-t interval over the rounds of ln(t_1 / t_N) of the same round
+(paired); a time's interval is the t-interval of ln t over the rounds. Across cells (different
+processes) intervals are combined as Welch's (unpaired).
+
+Crossover (Vaswani et al. 2017, Table 1: self-attention O(n²·d) vs recurrent O(n·d²) per layer,
+so self-attention is cheaper for n < d): for every d and pair (attention A, other R), n* is where
+ln(t_A / t_R) first goes from <= 0 to > 0 along seq_len (interpolated log-log between the grid
+points); its interval is where the upper / lower ends of the interval of ln t_A − ln t_R cross;
+below the grid or beyond it n* is a bound. The same on the analytic FLOPs gives the FLOP
+crossover. The scaling law fits log2 n* = a + s·log2 d over the d whose n* is interpolated (OLS,
+t-interval); Table 1 predicts s = 1.
 
 verdicts(results_dir) computes the report rows from the CSVs (rules in each row).
 """
@@ -41,45 +56,45 @@ import seqlab_verdict as sv  # noqa: E402
 
 NAME = "parallel_speedup"
 ATTENTION = ["self_attention", "transformer_encoder", "transformer_decoder"]
-OTHERS = ["rnn", "lstm", "gru", "tcn"]
+RECURRENT = ["rnn", "lstm", "gru"]
+OTHERS = RECURRENT + ["tcn"]
 ORDER = ATTENTION + OTHERS
-LABEL = {"self_attention": "Self-attention (MHA)", "transformer_encoder": "Transformer encoder", "transformer_decoder": "Transformer decoder",
-         "rnn": "RNN", "lstm": "LSTM", "gru": "GRU", "tcn": "TCN"}
-MAIN_COLS = ["model", "match", "pass", "batch", "d_model", "hidden_size", "num_layers", "n_params",
-             "cores", "threads", "seq_len", "time_ms_median", "time_ms_min", "time_ms_max",
-             "tokens_per_s", "speedup", "parallel_efficiency", "flops", "gflop_per_s",
-             "sgemm_gflop_per_s", "roofline_fraction", "sequential_steps", "activation_bytes",
-             "activation_bytes_measured", "peak_rss_bytes"]
-TTA_COLS = ["model", "seed", "n_params", "target_accuracy", "reached", "steps_to_target",
-            "time_to_target_s", "train_time_s", "step_time_ms", "final_recall_accuracy",
-            "diverged", "T"]
-CURVE_COLS = ["model", "seed", "step", "train_time_s", "recall_accuracy"]
-NUMERIC = [c for c in MAIN_COLS if c not in ("model", "match", "pass")]
+LABEL = {"self_attention": "Self-attention (MHA)", "transformer_encoder": "Transformer encoder",
+         "transformer_decoder": "Transformer decoder", "rnn": "RNN", "lstm": "LSTM", "gru": "GRU",
+         "tcn": "TCN"}
+MAIN_COLS = ["part", "model", "kernel", "pass", "batch", "d_model", "hidden_size", "num_layers", "n_heads",
+             "n_params", "cores", "threads", "seq_len", "repetitions", "time_ms_median", "time_ms_min",
+             "time_ms_max", "tokens_per_s", "speedup", "flops", "gflop_per_s", "sgemm_gflop_per_s",
+             "roofline_fraction", "sequential_steps", "seed"]
+ROUND_COLS = ["part", "model", "pass", "batch", "d_model", "seq_len", "threads", "seed", "round", "time_ms"]
+MEM_COLS = ["part", "model", "kernel", "batch", "d_model", "n_heads", "seq_len", "activation_bytes",
+            "activation_bytes_measured"]
+TTA_COLS = ["model", "seed", "n_params", "lr", "target_bpc", "unigram_bpc", "reached", "steps_to_target",
+            "time_to_target_s", "train_time_s", "steps_done", "step_time_ms", "final_valid_bpc", "best_valid_bpc",
+            "test_bpc", "diverged", "threads", "seq_len", "batch", "max_steps"]
+LR_COLS = ["model", "lr", "valid_bpc", "chosen"]
+CURVE_COLS = ["model", "seed", "step", "train_time_s", "valid_bpc"]
+TEXT = ("part", "model", "kernel", "pass")
+
+SPEEDUP_RATIO = 1.1      # speedups within ×/÷ 1.1 of each other count as no difference
+ROOFLINE_RATIO = 1.1     # SGEMM fractions within ×/÷ 1.1 count as no difference
+CROSSOVER_FACTOR = 4.0   # Table 1's n ≈ d, up to the constant factors it leaves out
+SLOPE_MARGIN = 0.25      # the scaling law's slope within 1 ± 0.25 counts as 1
+MIN_LAW_POINTS = 3       # d values with an interpolated n* needed for a slope
+LATENCY_SLOPE = 0.1      # log-log slope of the decoding latency: below counts as flat
+DECODE_RATIO = 1.25      # decode / parallel-forward cost per token: a smaller gap counts as none
+UPDATE_RATIO = 1.1       # time per update within ×/÷ 1.1 counts as equal
+PARAM_TOLERANCE = 0.05
+ANCHOR_T1 = ("Vaswani et al. 2017, Table 1: self-attention O(n²·d) per layer, O(1) sequential operations; "
+             "recurrent O(n·d²), O(n); convolutional O(k·n·d²), O(1) (dilated: path O(log_k n)); §4: "
+             "self-attention is faster than recurrence when n < d")
 
 
-def style(model):
-    i = ORDER.index(model) if model in ORDER else len(ORDER)
-    return dict(color=st.PALETTE[i % len(st.PALETTE)], marker=st.MARKERS[i % len(st.MARKERS)],
-                linestyle="--" if model == "transformer_decoder" else
-                ":" if model == "self_attention" else "-")
+# ---------------------------------------------------------------------------------------------
+# Loading
 
-
-def seq_axis(ax, ns):
-    """Log2 x axis with the grid's seq_len values as plain-number ticks."""
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(ns)
-    ax.set_xticklabels([f"{n:g}" for n in ns])
-    ax.minorticks_off()
-
-
-def save(fig, out_dir, stem):
-    fig.tight_layout()
-    return st.save(fig, out_dir, stem)
-
-
-def read_rows(path, cols, allow_empty=False):
-    """Rows of `path`; DataError naming a missing file or column. With allow_empty, a header-only
-    table (no runs of that kind in this sweep) gives []."""
+def _table(res, suffix, cols, allow_empty=True):
+    path = os.path.join(res, NAME + suffix + ".csv")
     if allow_empty and os.path.isfile(path):
         with open(path, newline="") as f:
             header = f.readline()
@@ -87,31 +102,41 @@ def read_rows(path, cols, allow_empty=False):
                 have = header.strip().split(",")
                 missing = [c for c in cols if c not in have]
                 if missing:
-                    raise st.DataError(f"{path}: missing column(s) {', '.join(missing)} "
-                                       f"(has: {', '.join(have)})")
+                    raise st.DataError(f"{path}: missing column(s) {', '.join(missing)} (has: {', '.join(have)})")
                 return []
-    return st.read_csv(path, cols)
-
-
-def load(res):
-    """(main rows with numeric fields as floats, tta rows, curve rows, meta)."""
-    main_path = os.path.join(res, NAME + ".csv")
-    rows = st.read_csv(main_path, MAIN_COLS)
+    rows = st.read_csv(path, cols)
     for r in rows:
-        for c in NUMERIC:
-            r[c] = st.number(r, c, main_path)
-    tta_path = os.path.join(res, NAME + "_time_to_accuracy.csv")
-    tta = read_rows(tta_path, TTA_COLS, allow_empty=True)
-    for r in tta:
-        for c in TTA_COLS[1:]:
-            r[c] = st.number(r, c, tta_path)
-    curve_path = os.path.join(res, NAME + "_tta_curve.csv")
-    curve = read_rows(curve_path, CURVE_COLS, allow_empty=True)
-    for r in curve:
-        for c in CURVE_COLS[1:]:
-            r[c] = st.number(r, c, curve_path)
-    meta = st.read_meta(os.path.join(res, NAME + ".meta.json"))
-    return rows, tta, curve, meta
+        for c in cols:
+            if c not in TEXT:
+                r[c] = st.number(r, c, path)
+    return rows
+
+
+class Data:
+    """Every table of a run (lists of dicts, numeric columns as floats) and meta.json."""
+
+    def __init__(self, res):
+        self.main = _table(res, "", MAIN_COLS, allow_empty=False)
+        self.rounds = _table(res, "_rounds", ROUND_COLS)
+        self.memory = _table(res, "_memory", MEM_COLS)
+        self.tta = _table(res, "_time_to_accuracy", TTA_COLS)
+        self.lr = _table(res, "_tta_lr", LR_COLS)
+        self.curve = _table(res, "_tta_curve", CURVE_COLS)
+        self.meta = st.read_meta(os.path.join(res, NAME + ".meta.json"))
+        self._rounds = defaultdict(list)
+        for r in self.rounds:
+            key = (r["part"], r["model"], r["pass"], r["batch"], r["d_model"], r["seq_len"], r["threads"], r["seed"])
+            self._rounds[key].append((r["round"], r["time_ms"]))
+
+    def times(self, part, model, pas, batch, d, n, threads, seed=0.0):
+        """Per-round times (ms) of one case, in round order."""
+        return [t for _, t in sorted(self._rounds.get((part, model, pas, batch, d, n, threads, seed), []))]
+
+    def rows(self, **kw):
+        return [r for r in self.main if all(r[k] == v for k, v in kw.items())]
+
+    def cores(self):
+        return max(r["cores"] for r in self.main)
 
 
 def models_in(rows):
@@ -123,23 +148,158 @@ def select(rows, **kw):
     return [r for r in rows if all(r[k] == v for k, v in kw.items())]
 
 
-def series(rows, model, y, **kw):
-    """Sorted (seq_len, value) of `y` for one model and the fixed keys."""
-    pts = sorted((r["seq_len"], r[y]) for r in select(rows, model=model, **kw))
-    return [p[0] for p in pts], [p[1] for p in pts]
+def style(model):
+    i = ORDER.index(model) if model in ORDER else len(ORDER)
+    return dict(color=st.PALETTE[i % len(st.PALETTE)], marker=st.MARKERS[i % len(st.MARKERS)],
+                linestyle="--" if model == "transformer_decoder" else ":" if model == "self_attention" else "-")
 
 
-def defaults(rows):
-    """The point every single-condition figure uses: the smallest batch, 1 thread, the largest
-    thread count of the sweep."""
-    batch = min(r["batch"] for r in rows)
-    tmax = max(r["threads"] for r in rows)
-    return batch, tmax
+def seq_axis(ax, ns, base=2):
+    ax.set_xscale("log", base=base)
+    ax.set_xticks(ns)
+    ax.set_xticklabels([f"{n:g}" for n in ns], fontsize=7)
+    ax.minorticks_off()
 
+
+def save(fig, out_dir, stem):
+    fig.tight_layout()
+    return st.save(fig, out_dir, stem)
+
+
+def exp_est(e):
+    """(value, lo, hi) of exp of an Estimate in log units."""
+    return math.exp(e.value), math.exp(e.lo), math.exp(e.hi)
+
+
+def welch(a, b, what=""):
+    """a − b of two independent t-Estimates with Welch's interval (Welch–Satterthwaite df)."""
+    if not (a.known and b.known) or a.n < 2 or b.n < 2:
+        return ss.Estimate(a.value - b.value, -math.inf, math.inf, min(a.n, b.n), what=what,
+                           method="difference of two estimates (too few rounds for an interval)")
+    va, vb = a.se ** 2, b.se ** 2
+    se = math.sqrt(va + vb)
+    df = (va + vb) ** 2 / ((va ** 2 / a.df if a.df > 0 else 0) + (vb ** 2 / b.df if b.df > 0 else 0)) \
+        if va + vb > 0 else a.df + b.df
+    h = ss.t_quantile(ss.LEVEL, df) * se if se > 0 else 0.0
+    v = a.value - b.value
+    return ss.Estimate(v, v - h, v + h, min(a.n, b.n), se=se, df=df, what=what,
+                       method=f"Welch t ({a.n} and {b.n} rounds)")
+
+
+def log_time(data, part, model, pas, batch, d, n, threads):
+    """t-interval of ln(time in ms) over the rounds of one case."""
+    return ss.mean_interval([math.log(t) for t in data.times(part, model, pas, batch, d, n, threads)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Thread scaling
+
+def scaling_shape(data):
+    rows = data.rows(part="scaling")
+    if not rows:
+        return None
+    return dict(batch=rows[0]["batch"], d=rows[0]["d_model"], ns=sorted({r["seq_len"] for r in rows}),
+                tmax=max(r["threads"] for r in rows))
+
+
+def speedup_est(data, model, pas, n, tmax, shape):
+    """ln speedup at tmax threads, t-interval over paired rounds, for one seq_len."""
+    t1 = data.times("scaling", model, pas, shape["batch"], shape["d"], n, 1.0)
+    tn = data.times("scaling", model, pas, shape["batch"], shape["d"], n, tmax)
+    return ss.mean_interval([math.log(a / b) for a, b in zip(t1, tn)], what=f"ln speedup {model} n={n:g}",
+                            method=f"paired t over {min(len(t1), len(tn))} rounds")
+
+
+def speedup_over_grid(data, model, pas, shape):
+    """ln speedup at tmax averaged over the seq_len grid per round, t-interval over rounds."""
+    per_round = None
+    for n in shape["ns"]:
+        t1 = data.times("scaling", model, pas, shape["batch"], shape["d"], n, 1.0)
+        tn = data.times("scaling", model, pas, shape["batch"], shape["d"], n, shape["tmax"])
+        logs = [math.log(a / b) for a, b in zip(t1, tn)]
+        per_round = logs if per_round is None else [x + y for x, y in zip(per_round, logs)]
+    k = len(shape["ns"])
+    return ss.mean_interval([x / k for x in per_round or []], method="per-round mean over seq_len, t over rounds")
+
+
+def fig_speedup(data, out_dir, note):
+    shape = scaling_shape(data)
+    fig, axes = st.plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, pas in zip(axes, ["forward_backward", "forward"]):
+        for m in models_in(data.rows(part="scaling")):
+            pts = [(n, exp_est(speedup_est(data, m, pas, n, shape["tmax"], shape))) for n in shape["ns"]]
+            pts = [(n, e) for n, e in pts if not math.isnan(e[0])]
+            if not pts:
+                continue
+            s = style(m)
+            xs = [n for n, _ in pts]
+            ax.errorbar(xs, [e[0] for _, e in pts], yerr=[[max(0, e[0] - e[1]) for _, e in pts],
+                                                          [max(0, e[2] - e[0]) if math.isfinite(e[2]) else 0
+                                                           for _, e in pts]],
+                        label=LABEL.get(m, m), capsize=3, **s)
+        ax.axhline(shape["tmax"], color="grey", linestyle=":", label=f"ideal ({shape['tmax']:g} threads)")
+        ax.axhline(1, color="grey", linewidth=0.8)
+        seq_axis(ax, shape["ns"])
+        ax.set_xlabel("seq_len n (tokens)")
+        ax.set_ylabel(f"speedup at {shape['tmax']:g} threads over 1 thread")
+        ax.set_title(f"{pas.replace('_', '+')}: batch {shape['batch']:g}, d_model {shape['d']:g}, "
+                     f"{data.cores():g}-core machine\n(95 % interval over paired rounds; {note})", fontsize=9)
+        ax.legend(fontsize=7)
+    return save(fig, out_dir, NAME + "_speedup")
+
+
+def fig_time(data, out_dir, note):
+    shape = scaling_shape(data)
+    fig, axes = st.plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, threads in zip(axes, [1.0, shape["tmax"]]):
+        for m in models_in(data.rows(part="scaling")):
+            rows = sorted(data.rows(part="scaling", model=m, threads=threads, **{"pass": "forward_backward"}),
+                          key=lambda r: r["seq_len"])
+            if not rows:
+                continue
+            s = style(m)
+            xs = [r["seq_len"] for r in rows]
+            ax.plot(xs, [r["time_ms_median"] for r in rows], label=LABEL.get(m, m), **s)
+            ax.fill_between(xs, [r["time_ms_min"] for r in rows], [r["time_ms_max"] for r in rows],
+                            color=s["color"], alpha=0.2, linewidth=0)
+        seq_axis(ax, shape["ns"])
+        st.label_log_axis(ax, "y")
+        ax.set_xlabel("seq_len n (tokens)")
+        ax.set_ylabel("forward+backward time per batch (ms)")
+        ax.set_title(f"{threads:g} thread(s), batch {shape['batch']:g}, d_model {shape['d']:g}\n"
+                     f"(median, band: min-max over rounds; {note})", fontsize=9)
+        ax.legend(fontsize=7)
+    return save(fig, out_dir, NAME + "_time")
+
+
+def fig_roofline(data, out_dir, note):
+    shape = scaling_shape(data)
+    fig, axes = st.plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, threads in zip(axes, [1.0, shape["tmax"]]):
+        for m in models_in(data.rows(part="scaling")):
+            rows = sorted(data.rows(part="scaling", model=m, threads=threads, **{"pass": "forward_backward"}),
+                          key=lambda r: r["seq_len"])
+            if rows:
+                ax.plot([r["seq_len"] for r in rows], [r["roofline_fraction"] for r in rows],
+                        label=LABEL.get(m, m), **style(m))
+        sg = [r["sgemm_gflop_per_s"] for r in data.rows(part="scaling", threads=threads)]
+        seq_axis(ax, shape["ns"])
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("seq_len n (tokens)")
+        ax.set_ylabel("achieved GFLOP/s / SGEMM GFLOP/s")
+        ax.set_title(f"{threads:g} thread(s): analytic GEMM FLOPs / median time, vs the cell's SGEMM "
+                     f"({sum(sg) / len(sg):.1f} GFLOP/s)\nforward+backward, batch {shape['batch']:g}; {note}",
+                     fontsize=8)
+        ax.legend(fontsize=7)
+    return save(fig, out_dir, NAME + "_roofline")
+
+
+# ---------------------------------------------------------------------------------------------
+# Crossover
 
 def crossing(xs, diff):
     """First x where diff goes from <= 0 to > 0, log-log interpolated; ('<', x0) if diff > 0 at
-    the first point, ('>', x_last) if never; (None, x) for an exact value."""
+    the first point, ('>', x_last) if never; (None, x) for an interpolated value."""
     if not xs:
         return (">", float("nan"))
     if diff[0] > 0:
@@ -152,563 +312,738 @@ def crossing(xs, diff):
     return (">", xs[-1])
 
 
-def flop_crossover(att_pts, rec_pts):
-    """n* where the attention FLOPs a·n + b·n² pass the recurrent c·n, fitted from the rows' flops
-    columns (exact: the counts are analytic): (c − a) / b, or 0 when c <= a (the attention has
-    more FLOPs at every n); nan without two attention points or a quadratic term."""
-    if len(att_pts) < 2 or not rec_pts:
-        return float("nan")
-    (n1, f1), (n2, f2) = att_pts[0], att_pts[-1]
-    b = (f2 / n2 - f1 / n1) / (n2 - n1)
-    a = f1 / n1 - b * n1
-    c = rec_pts[-1][1] / rec_pts[-1][0]
-    if b <= 0:
-        return float("nan")
-    return max(0.0, (c - a) / b)
+def _bound(kind, n):
+    """(lo, hi) of n* for a crossing result."""
+    if kind == "<":
+        return 0.0, n
+    if kind == ">":
+        return n, math.inf
+    return n, n
 
 
-def crossover_table(rows):
-    """Rows of the crossover table (module docstring)."""
+def crossover_table(data):
+    """One row per (attention A, other R, d): n* of the times (value, interval, kind), of the FLOPs."""
+    rows = data.rows(part="crossover")
     out = []
-    keys = sorted({(r["match"], r["pass"], r["batch"], r["threads"]) for r in rows})
-    for match, pas, batch, threads in keys:
-        sub = select(rows, match=match, **{"pass": pas}, batch=batch, threads=threads)
+    if not rows:
+        return out
+    batch = rows[0]["batch"]
+    for d in sorted({r["d_model"] for r in rows}):
+        sub = [r for r in rows if r["d_model"] == d]
         for a in [m for m in ATTENTION if select(sub, model=m)]:
-            for rec in [m for m in OTHERS if select(sub, model=m)]:
+            for o in [m for m in OTHERS if select(sub, model=m)]:
                 ta = {r["seq_len"]: r for r in select(sub, model=a)}
-                tr = {r["seq_len"]: r for r in select(sub, model=rec)}
-                ns = sorted(set(ta) & set(tr))
-                if not ns:
+                to = {r["seq_len"]: r for r in select(sub, model=o)}
+                ns = sorted(set(ta) & set(to))
+                if len(ns) < 1:
                     continue
-                diff = [math.log(ta[n]["time_ms_median"] / tr[n]["time_ms_median"]) for n in ns]
-                kind, n_time = crossing(ns, diff)
-                n_flop = flop_crossover([(n, ta[n]["flops"]) for n in ns],
-                                        [(n, tr[n]["flops"]) for n in ns])
-                out.append(dict(attention=a, other=rec, match=match, pas=pas, batch=batch,
-                                threads=threads, d_model=ta[ns[0]]["d_model"], kind=kind,
-                                n_time=n_time, n_flop=n_flop, n_min=ns[0], n_max=ns[-1]))
+                ea = [log_time(data, "crossover", a, "forward_backward", batch, d, n, 1.0) for n in ns]
+                eo = [log_time(data, "crossover", o, "forward_backward", batch, d, n, 1.0) for n in ns]
+                kind, n_star = crossing(ns, [x.value - y.value for x, y in zip(ea, eo)])
+                # Early crossing: the attention slowest, the other fastest (upper end of the difference).
+                k_lo, n_lo = crossing(ns, [x.hi - y.lo for x, y in zip(ea, eo)])
+                k_hi, n_hi = crossing(ns, [x.lo - y.hi for x, y in zip(ea, eo)])
+                lo = min(_bound(k_lo, n_lo)[0], _bound(kind, n_star)[0])
+                hi = max(_bound(k_hi, n_hi)[1], _bound(kind, n_star)[1])
+                kf, nf = crossing(ns, [math.log(ta[n]["flops"] / to[n]["flops"]) for n in ns])
+                out.append(dict(attention=a, other=o, d=d, batch=batch, kind=kind, n_star=n_star, lo=lo, hi=hi,
+                                flop_kind=kf, n_flop=nf, n_min=ns[0], n_max=ns[-1], ns=ns,
+                                ratio=[math.exp(x.value - y.value) for x, y in zip(ea, eo)]))
     return out
 
 
-def fmt_cross(c):
-    if c["kind"] == "<":
-        return f"< {c['n_time']:g}"
-    if c["kind"] == ">":
-        return f"> {c['n_time']:g}"
-    return f"{c['n_time']:.0f}"
+def fmt_n(kind, n):
+    return f"< {n:g}" if kind == "<" else f"> {n:g}" if kind == ">" else f"{n:.0f}"
 
 
-def fmt_flop(x):
-    if not math.isnan(x) and x < 1:
-        return "none (attention has more FLOPs at every n)"
-    if math.isnan(x):
-        return "n/a"
-    return f"{x:.0f}"
+def crossover_law(table, attention, other):
+    """OLS of log2 n* on log2 d over the d with an interpolated n*: dict or None."""
+    pts = [(math.log2(c["d"]), math.log2(c["n_star"])) for c in table
+           if c["attention"] == attention and c["other"] == other and c["kind"] is None]
+    allc = [c for c in table if c["attention"] == attention and c["other"] == other]
+    if len(pts) < 2 or len({x for x, _ in pts}) < 2:
+        return dict(fit=None, n=len(pts), total=len(allc))
+    return dict(fit=ss.ols([x for x, _ in pts], [y for _, y in pts]), n=len(pts), total=len(allc))
 
 
-def write_crossover_csv(table, path):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write("attention_model,other_model,match,pass,batch,threads,d_model,"
-                "crossover_seq_len_time,crossover_bound,crossover_seq_len_flops,table1_n_equals_d\n")
+def write_crossover_csvs(table, out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    p1 = os.path.join(out_dir, NAME + "_crossover.csv")
+    with open(p1, "w") as f:
+        f.write("attention_model,other_model,batch,d_model,crossover_seq_len_time,crossover_bound,"
+                "crossover_lo,crossover_hi,crossover_seq_len_flops,flops_bound,table1_n_equals_d,seq_len_min,"
+                "seq_len_max\n")
         for c in table:
-            bound = {"<": "below_grid", ">": "above_grid", None: "interpolated"}[c["kind"]]
-            nf = f"{c['n_flop']:.6g}"
-            f.write(f"{c['attention']},{c['other']},{c['match']},{c['pas']},{c['batch']:g},"
-                    f"{c['threads']:g},{c['d_model']:g},{c['n_time']:.6g},{bound},{nf},"
-                    f"{c['d_model']:g}\n")
-    return path
-
-
-def fig_time(rows, out_dir, note):
-    batch, _ = defaults(rows)
-    matches = [m for m in ("d_model", "params") if select(rows, match=m)]
-    passes = ["forward", "forward_backward"]
-    fig, axes = st.plt.subplots(len(matches), 2, figsize=(11, 4.2 * len(matches)), squeeze=False)
-    for i, match in enumerate(matches):
-        for j, pas in enumerate(passes):
-            ax = axes[i][j]
-            d = None
-            for m in models_in(rows):
-                kw = dict(match=match, batch=batch, threads=1.0, **{"pass": pas})
-                xs, med = series(rows, m, "time_ms_median", **kw)
-                if not xs:
+            b = {"<": "below_grid", ">": "above_grid", None: "interpolated"}
+            f.write(f"{c['attention']},{c['other']},{c['batch']:g},{c['d']:g},{c['n_star']:.6g},{b[c['kind']]},"
+                    f"{c['lo']:.6g},{c['hi']:.6g},{c['n_flop']:.6g},{b[c['flop_kind']]},{c['d']:g},"
+                    f"{c['n_min']:g},{c['n_max']:g}\n")
+    p2 = os.path.join(out_dir, NAME + "_crossover_law.csv")
+    with open(p2, "w") as f:
+        f.write("attention_model,other_model,d_with_interpolated_crossover,d_total,slope,slope_lo,slope_hi,"
+                "intercept\n")
+        for a in ATTENTION:
+            for o in OTHERS:
+                law = crossover_law(table, a, o)
+                if not law["total"]:
                     continue
-                _, lo = series(rows, m, "time_ms_min", **kw)
-                _, hi = series(rows, m, "time_ms_max", **kw)
-                s = style(m)
-                ax.plot(xs, med, label=LABEL.get(m, m), **s)
-                ax.fill_between(xs, lo, hi, color=s["color"], alpha=0.2, linewidth=0)
-                d = select(rows, model=m, match=match)[0]["d_model"]
-            if d:
-                ax.axvline(d, color="grey", linestyle=":", linewidth=1)
-                ax.text(d, ax.get_ylim()[1], " n = d", va="top", fontsize=8, color="grey")
-            seq_axis(ax, sorted({r["seq_len"] for r in rows}))
-            st.label_log_axis(ax, "y")
-            ax.set_xlabel("seq_len n (tokens)")
-            ax.set_ylabel(f"{pas.replace('_', '+')} time per batch (ms)")
-            ax.set_title(f"match = {match}, batch {batch:g}, 1 thread\n(median, band: min-max over "
-                         f"repetitions; {note})", fontsize=9)
-            ax.legend(fontsize=7)
-    return save(fig, out_dir, NAME + "_time")
+                fit = law["fit"]
+                vals = (f"{fit['slope']:.6g},{fit['lo']:.6g},{fit['hi']:.6g},{fit['intercept']:.6g}" if fit
+                        else "nan,nan,nan,nan")
+                f.write(f"{a},{o},{law['n']},{law['total']},{vals}\n")
+    return [p1, p2]
 
 
-def fig_speedup(rows, out_dir, note):
-    batch, tmax = defaults(rows)
-    ns = sorted({r["seq_len"] for r in rows})
-    picks = [ns[0], ns[-1]] if len(ns) > 1 else ns
-    fig, axes = st.plt.subplots(1, len(picks), figsize=(5.5 * len(picks), 4.2), squeeze=False)
-    cores = max(r["cores"] for r in rows)
-    threads = sorted({r["threads"] for r in rows})
-    for ax, n in zip(axes[0], picks):
-        for m in models_in(rows):
-            pts = sorted((r["threads"], r["speedup"]) for r in select(
-                rows, model=m, match="d_model", batch=batch, seq_len=n,
-                **{"pass": "forward_backward"}))
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], label=LABEL.get(m, m), **style(m))
-        ax.plot(threads, threads, color="grey", linestyle=":", label="ideal (speedup = threads)")
-        if max(threads) > cores:
-            ax.axvspan(cores, max(threads), color="grey", alpha=0.1, label="more threads than cores")
-        ax.set_xticks(threads)
-        ax.set_xlabel("threads (OpenBLAS)")
-        ax.set_ylabel("speedup over 1 thread (forward+backward)")
-        ax.set_title(f"seq_len {n:g}, batch {batch:g}, match = d_model, {cores:g}-core machine\n"
-                     f"(ratio of medians; {note})", fontsize=9)
-        ax.legend(fontsize=7)
-    return save(fig, out_dir, NAME + "_speedup")
+def fig_crossover(data, table, out_dir, note):
+    att = next((a for a in ATTENTION if any(c["attention"] == a for c in table)), None)
+    others = [o for o in OTHERS if any(c["other"] == o and c["attention"] == att for c in table)]
+    fig, axes = st.plt.subplots(1, len(others) + 1, figsize=(4.2 * (len(others) + 1), 4.0), squeeze=False)
+    ds = sorted({c["d"] for c in table})
+    for ax, o in zip(axes[0], others):
+        for i, d in enumerate(ds):
+            c = next((c for c in table if c["attention"] == att and c["other"] == o and c["d"] == d), None)
+            if c:
+                ax.plot([n / d for n in c["ns"]], c["ratio"], marker="o", markersize=3,
+                        color=st.PALETTE[i % len(st.PALETTE)], label=f"d = {d:g}")
+        ax.axhline(1, color="grey", linewidth=0.8)
+        ax.axvline(1, color="grey", linestyle=":", linewidth=1)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.set_xlabel("n / d")
+        ax.set_ylabel(f"t({LABEL[att]}) / t({LABEL[o]})")
+        ax.set_title(f"vs {LABEL[o]}: forward+backward, 1 thread\n(> 1: attention slower; {note})", fontsize=8)
+        ax.legend(fontsize=6)
+    ax = axes[0][-1]
+    for o in others:
+        cs = [c for c in table if c["attention"] == att and c["other"] == o]
+        s = style(o)
+        xs = [c["d"] for c in cs if c["kind"] is None]
+        ax.errorbar(xs, [c["n_star"] for c in cs if c["kind"] is None],
+                    yerr=[[c["n_star"] - c["lo"] for c in cs if c["kind"] is None],
+                          [c["hi"] - c["n_star"] if math.isfinite(c["hi"]) else 0 for c in cs if c["kind"] is None]],
+                    label=LABEL[o], capsize=3, color=s["color"], marker=s["marker"], linestyle="none")
+        for c in cs:
+            if c["kind"] is not None:
+                ax.plot(c["d"], c["n_star"], marker="^" if c["kind"] == ">" else "v", color=s["color"],
+                        fillstyle="none", linestyle="none")
+        law = crossover_law(table, att, o)
+        if law["fit"]:
+            f = law["fit"]
+            ax.plot(ds, [2 ** (f["intercept"] + f["slope"] * math.log2(d)) for d in ds], color=s["color"],
+                    linestyle="--", linewidth=1, label=f"{LABEL[o]}: slope {f['slope']:.2f}")
+    ax.plot(ds, ds, color="grey", linestyle=":", label="n = d (Table 1)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("d_model d")
+    ax.set_ylabel("crossover seq_len n*")
+    ax.set_title("n*(d): filled interpolated (95 % interval);\nhollow ▲/▼: beyond / below the grid", fontsize=8)
+    ax.legend(fontsize=6)
+    return save(fig, out_dir, NAME + "_crossover")
 
 
-def fig_memory(rows, out_dir, note):
-    batch, _ = defaults(rows)
+def fig_complexity(data, out_dir, note):
+    rows = data.rows(part="crossover", **{"pass": "forward_backward"})
+    d = max(r["d_model"] for r in rows)
     fig, axes = st.plt.subplots(1, 2, figsize=(11, 4.2))
     for m in models_in(rows):
-        kw = dict(match="d_model", batch=batch, threads=1.0, **{"pass": "forward"})
-        xs, a = series(rows, m, "activation_bytes", **kw)
-        if not xs:
+        sub = sorted(select(rows, model=m, d_model=d), key=lambda r: r["seq_len"])
+        if not sub:
             continue
-        _, meas = series(rows, m, "activation_bytes_measured", **kw)
-        _, rss = series(rows, m, "peak_rss_bytes", **kw)
-        s = style(m)
-        axes[0].plot(xs, [v / 2**20 for v in a], label=LABEL.get(m, m), color=s["color"],
-                     linestyle=s["linestyle"])
-        axes[0].plot(xs, [max(v, 1.0) / 2**20 for v in meas], linestyle="none",
-                     marker=s["marker"], color=s["color"], fillstyle="none")
-        axes[1].plot(xs, [v / 2**20 for v in rss], label=LABEL.get(m, m), **s)
-    axes[0].set_title("bytes kept for backward by one forward\n(lines: analytic from the layers' "
-                      f"caches; markers: measured heap growth), batch {batch:g}", fontsize=9)
-    axes[1].set_title(f"process peak RSS after the point's timings\n(one process per cell; {note})",
-                      fontsize=9)
-    for ax in axes:
-        seq_axis(ax, sorted({r["seq_len"] for r in rows}))
-        st.label_log_axis(ax, "y")
-        ax.set_xlabel("seq_len n (tokens)")
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel("activation memory (MiB)")
-    axes[1].set_ylabel("peak RSS (MiB)")
-    return save(fig, out_dir, NAME + "_memory")
-
-
-def fig_roofline(rows, out_dir, note):
-    batch, tmax = defaults(rows)
-    fig, axes = st.plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, threads in zip(axes, [1.0, tmax]):
-        for m in models_in(rows):
-            xs, f = series(rows, m, "roofline_fraction", match="d_model", batch=batch,
-                           threads=threads, **{"pass": "forward_backward"})
-            if xs:
-                ax.plot(xs, f, label=LABEL.get(m, m), **style(m))
-        sg = [r["sgemm_gflop_per_s"] for r in select(rows, threads=threads)]
-        seq_axis(ax, sorted({r["seq_len"] for r in rows}))
-        ax.set_ylim(bottom=0)
-        ax.set_xlabel("seq_len n (tokens)")
-        ax.set_ylabel("achieved GFLOP/s / SGEMM GFLOP/s")
-        ax.set_title(f"{threads:g} thread(s): analytic GEMM FLOPs / median time, vs the same run's "
-                     f"SGEMM ({sum(sg) / len(sg):.1f} GFLOP/s)\nforward+backward, batch {batch:g}, "
-                     f"match = d_model; {note}", fontsize=8)
-        ax.legend(fontsize=7)
-    return save(fig, out_dir, NAME + "_roofline")
-
-
-def fig_complexity(rows, out_dir, note):
-    batch, _ = defaults(rows)
-    fig, axes = st.plt.subplots(1, 2, figsize=(11, 4.2))
-    for m in models_in(rows):
-        kw = dict(match="d_model", batch=batch, threads=1.0, **{"pass": "forward"})
-        xs, steps = series(rows, m, "sequential_steps", **kw)
-        if not xs:
-            continue
-        _, flops = series(rows, m, "flops", **kw)
-        axes[0].plot(xs, steps, label=LABEL.get(m, m), **style(m))
-        axes[1].plot(xs, [f / 1e9 for f in flops], label=LABEL.get(m, m), **style(m))
+        xs = [r["seq_len"] for r in sub]
+        axes[0].plot(xs, [r["sequential_steps"] for r in sub], label=LABEL.get(m, m), **style(m))
+        axes[1].plot(xs, [r["flops"] / 1e9 for r in sub], label=LABEL.get(m, m), **style(m))
     axes[0].set_ylabel("sequential steps on the critical path\n(counted by the implementation)")
-    axes[1].set_ylabel("analytic forward GFLOP (GEMM work)")
-    axes[0].set_title("Table 1 'sequential operations': O(1) attention, O(n) recurrent, "
-                      "O(log n) dilated TCN", fontsize=9)
-    axes[1].set_title(f"Table 1 'complexity per layer', batch {batch:g}, match = d_model ({note})",
-                      fontsize=9)
+    axes[1].set_ylabel("analytic forward+backward GFLOP (GEMM work)")
+    axes[0].set_title("Table 1 'sequential operations': O(1) attention, O(n) recurrent, O(log n) TCN", fontsize=9)
+    axes[1].set_title(f"Table 1 'complexity per layer', d_model {d:g} ({note})", fontsize=9)
     for ax in axes:
-        seq_axis(ax, sorted({r["seq_len"] for r in rows}))
+        ax.set_xscale("log", base=2)
         st.label_log_axis(ax, "y")
         ax.set_xlabel("seq_len n (tokens)")
         ax.legend(fontsize=7)
     return save(fig, out_dir, NAME + "_complexity")
 
 
-def fig_tta(tta, curve, out_dir, meta):
-    fig, axes = st.plt.subplots(1, 2, figsize=(11, 4.2))
-    ms = models_in(tta)
-    seeds = sorted({r["seed"] for r in tta})
-    note = st.scale_note(meta, len(seeds))
-    ax = axes[0]
-    for i, m in enumerate(ms):
-        runs = select(tta, model=m)
-        reached = [r["time_to_target_s"] for r in runs if r["reached"] == 1]
+# ---------------------------------------------------------------------------------------------
+# Memory
+
+def memory_fits(data):
+    """a + b·n + c·n² (bytes) per (part, model, kernel, d, batch) with >= 3 seq_lens, least squares on
+    the measured bytes; c_rel = c / (4·B·h) for attention (1: the n × n probabilities of every head)."""
+    import numpy as np
+    groups = defaultdict(list)
+    for r in data.memory:
+        groups[(r["part"], r["model"], r["kernel"], r["d_model"], r["batch"], r["n_heads"])].append(r)
+    out = []
+    for (part, model, kernel, d, batch, h), rows in sorted(groups.items()):
+        rows.sort(key=lambda r: r["seq_len"])
+        ns = np.array([r["seq_len"] for r in rows])
+        if len(set(ns)) < 3:
+            continue
+        y = np.array([r["activation_bytes_measured"] for r in rows])
+        a, b, c = np.linalg.lstsq(np.vstack([np.ones_like(ns), ns, ns * ns]).T, y, rcond=None)[0]
+        match = all(abs(r["activation_bytes_measured"] - r["activation_bytes"]) <= max(0.05 * r["activation_bytes"],
+                                                                                       4096) for r in rows)
+        nmax = float(ns[-1])
+        out.append(dict(part=part, model=model, kernel=kernel, d=d, batch=batch, h=h, a=float(a), b=float(b),
+                        c=float(c), c_rel=float(c) / (4.0 * batch * h) if h > 0 else float("nan"),
+                        share_n2=float(c) * nmax * nmax / float(y[-1]) if y[-1] > 0 else float("nan"),
+                        n_max=nmax, points=len(ns), matches=match))
+    return out
+
+
+def write_memory_csv(fits, out_dir):
+    p = os.path.join(out_dir, NAME + "_memory_fit.csv")
+    with open(p, "w") as f:
+        f.write("part,model,kernel,d_model,batch,n_heads,a_bytes,b_bytes_per_token,c_bytes_per_token2,"
+                "c_over_4Bh,n2_share_at_max_seq_len,seq_lens,measured_matches_analytic\n")
+        for x in fits:
+            f.write(f"{x['part']},{x['model']},{x['kernel']},{x['d']:g},{x['batch']:g},{x['h']:g},{x['a']:.6g},"
+                    f"{x['b']:.6g},{x['c']:.6g},{x['c_rel']:.6g},{x['share_n2']:.6g},{x['points']},"
+                    f"{int(x['matches'])}\n")
+    return p
+
+
+def fig_memory(data, fits, out_dir, note):
+    # The widest crossover d (most seq_lens) for every family and kernel.
+    cand = [x for x in fits if x["part"] == "crossover"] or fits
+    best = max(cand, key=lambda x: (x["points"], x["d"]))
+    d, part = best["d"], best["part"]
+    fig, ax = st.plt.subplots(1, 1, figsize=(6.5, 4.5))
+    for x in [f for f in fits if f["d"] == d and f["part"] == part]:
+        rows = sorted([r for r in data.memory if r["part"] == part and r["model"] == x["model"] and
+                       r["kernel"] == x["kernel"] and r["d_model"] == d], key=lambda r: r["seq_len"])
+        s = style(x["model"])
+        ls = "--" if x["kernel"] == "fused" else "-"
+        ns = [r["seq_len"] for r in rows]
+        ax.plot(ns, [r["activation_bytes_measured"] / x["batch"] / 2 ** 20 for r in rows], marker=s["marker"],
+                color=s["color"], linestyle="none", fillstyle="none" if x["kernel"] == "fused" else "full")
+        ax.plot(ns, [(x["a"] + x["b"] * n + x["c"] * n * n) / x["batch"] / 2 ** 20 for n in ns], color=s["color"],
+                linestyle=ls, label=f"{LABEL.get(x['model'], x['model'])}"
+                                    f"{' (' + x['kernel'] + ')' if x['kernel'] != 'none' else ''}: "
+                                    f"c/(4Bh) = {x['c_rel']:.2f}" if x["h"] else
+                f"{LABEL.get(x['model'], x['model'])}: n² share {x['share_n2']:.2f}")
+    ax.set_xscale("log", base=2)
+    st.label_log_axis(ax, "y")
+    ax.set_xlabel("seq_len n (tokens)")
+    ax.set_ylabel("bytes kept for backward per sequence (MiB)")
+    ax.set_title(f"d_model {d:g}: markers measured (heap growth), lines a + b·n + c·n² fits\n"
+                 f"solid: materialised P [B,h,n,n]; dashed: fused (log-sum-exp only); {note}", fontsize=8)
+    ax.legend(fontsize=6)
+    return save(fig, out_dir, NAME + "_memory")
+
+
+# ---------------------------------------------------------------------------------------------
+# Generation
+
+def generation_series(data, model, pas):
+    rows = sorted(data.rows(part="generation", model=model, **{"pass": pas}), key=lambda r: r["seq_len"])
+    return rows
+
+
+def latency_trend(data, model):
+    """Log-log slope of the decode-step latency over the upper half of the prefix grid, per round,
+    t over rounds."""
+    rows = generation_series(data, model, "decode_step")
+    ns = [r["seq_len"] for r in rows]
+    upper = ns[len(ns) // 2:] if len(ns) >= 4 else ns
+    if len(upper) < 2:
+        return None
+    d = rows[0]["d_model"]
+    per = defaultdict(list)
+    for n in upper:
+        for i, t in enumerate(data.times("generation", model, "decode_step", 1.0, d, n, 1.0)):
+            per[i].append((math.log2(n), math.log2(t)))
+    return ss.trend(dict(per), what=f"log-log slope of {model}'s decode latency")
+
+
+def decode_gap(data, model, n):
+    """ln(decode-step time / (forward time / n)) at prefix n, paired by round, t over rounds."""
+    rows = generation_series(data, model, "decode_step")
+    d = rows[0]["d_model"]
+    dec = data.times("generation", model, "decode_step", 1.0, d, n, 1.0)
+    fwd = data.times("generation", model, "forward", 1.0, d, n, 1.0)
+    return ss.mean_interval([math.log(a / (b / n)) for a, b in zip(dec, fwd)], method="paired t over rounds")
+
+
+def fig_generation(data, out_dir, note):
+    fig, ax = st.plt.subplots(1, 1, figsize=(6.5, 4.5))
+    ns = []
+    for m in models_in(data.rows(part="generation")):
         s = style(m)
-        if reached and len(reached) == len(runs):
-            mu, ci = st.mean_ci95(reached)
-            ax.bar(i, mu, yerr=ci, color=s["color"], alpha=0.6, capsize=4)
-        else:  # some runs never reached the target: bar = their training time, a lower bound
-            lb = [r["time_to_target_s"] if r["reached"] == 1 else r["train_time_s"] for r in runs]
-            mu, _ = st.mean_ci95(lb)
-            ax.bar(i, mu, color="white", edgecolor=s["color"], hatch="//")
-            ax.text(i, mu, f" ≥ ({len(runs) - len(reached)}/{len(runs)}\n not reached)",
-                    ha="center", va="bottom", fontsize=7)
-        for r in runs:
-            y = r["time_to_target_s"] if r["reached"] == 1 else r["train_time_s"]
-            ax.plot(i, y, marker=s["marker"], color=s["color"],
-                    fillstyle="full" if r["reached"] == 1 else "none", linestyle="none")
-    target = tta[0]["target_accuracy"]
-    ax.set_xticks(range(len(ms)))
-    ax.set_xticklabels([f"{LABEL.get(m, m)}\n{int(select(tta, model=m)[0]['n_params'])} params"
-                        for m in ms], fontsize=8)
-    ax.set_ylabel("training wall-clock to target (s)")
-    ax.set_title(f"copy memory T = {tta[0]['T']:g}: time to recall accuracy ≥ {target:g}\n"
-                 f"(equal parameter count; hollow: not reached, time = whole run; {note})",
-                 fontsize=8)
-    ax = axes[1]
+        dec = generation_series(data, m, "decode_step")
+        fwd = generation_series(data, m, "forward")
+        ns = [r["seq_len"] for r in dec]
+        ax.plot(ns, [r["time_ms_median"] * 1e3 for r in dec], label=f"{LABEL.get(m, m)}: one decoding step",
+                **s)
+        ax.fill_between(ns, [r["time_ms_min"] * 1e3 for r in dec], [r["time_ms_max"] * 1e3 for r in dec],
+                        color=s["color"], alpha=0.2, linewidth=0)
+        ax.plot([r["seq_len"] for r in fwd], [r["time_ms_median"] * 1e3 / r["seq_len"] for r in fwd],
+                color=s["color"], linestyle=":", marker=s["marker"], fillstyle="none",
+                label=f"{LABEL.get(m, m)}: parallel forward / n")
+    if ns:
+        seq_axis(ax, ns)
+    st.label_log_axis(ax, "y")
+    ax.set_xlabel("prefix length n (tokens)")
+    ax.set_ylabel("time per token (µs), batch 1, 1 thread")
+    ax.set_title(f"generation: a step after n tokens (KV cache / recurrent state)\nagainst the parallel "
+                 f"forward over the n tokens per position ({note})", fontsize=8)
+    ax.legend(fontsize=7)
+    return save(fig, out_dir, NAME + "_generation")
+
+
+# ---------------------------------------------------------------------------------------------
+# Time to accuracy
+
+def fig_tta(data, out_dir):
+    tta, curve = data.tta, data.curve
+    fig, axes = st.plt.subplots(1, 3, figsize=(15, 4.2))
+    ms = models_in(tta)
+    target = tta[0]["target_bpc"]
+    note = st.scale_note(data.meta, len({r["seed"] for r in tta}))
     for m in ms:
         s = style(m)
         first = True
         for seed in sorted({r["seed"] for r in select(curve, model=m)}):
-            pts = sorted((r["train_time_s"], r["recall_accuracy"])
-                         for r in select(curve, model=m, seed=seed))
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=s["color"],
-                    linestyle=s["linestyle"], alpha=0.8, label=LABEL.get(m, m) if first else None)
+            pts = sorted((r["step"], r["train_time_s"], r["valid_bpc"]) for r in select(curve, model=m, seed=seed))
+            kw = dict(color=s["color"], linestyle=s["linestyle"], alpha=0.8, label=LABEL.get(m, m) if first else None)
+            axes[0].plot([p[0] for p in pts], [p[2] for p in pts], **kw)
+            axes[1].plot([p[1] for p in pts], [p[2] for p in pts], **kw)
             first = False
-    ax.axhline(target, color="grey", linestyle=":", label=f"target {target:g}")
-    ax.set_xlabel("training wall-clock (s, evaluations excluded)")
-    ax.set_ylabel("test recall accuracy (fraction)")
-    ax.set_ylim(0, 1.02)
-    ax.set_title("recall accuracy vs training time, one line per seed", fontsize=9)
+    for ax, xl in zip(axes[:2], ["updates", "training wall-clock (s, evaluations excluded)"]):
+        ax.axhline(target, color="grey", linestyle=":", label=f"target {target:g} bpc")
+        ax.axhline(tta[0]["unigram_bpc"], color="grey", linewidth=0.8, label="unigram baseline")
+        ax.set_xlabel(xl)
+        ax.set_ylabel("validation bits per character")
+        ax.legend(fontsize=7)
+    axes[0].set_title(f"sample efficiency: bpc against updates ({note})", fontsize=8)
+    axes[1].set_title("the claim: bpc against training time", fontsize=8)
+    ax = axes[2]
+    w = 0.8 / len(ms)
+
+    def means(m):  # updates, seconds (to the target, or the whole run when unreached), ms per update
+        runs = select(tta, model=m)
+        cols = [[r["steps_to_target"] if r["reached"] == 1 else r["steps_done"] for r in runs],
+                [r["time_to_target_s"] if r["reached"] == 1 else r["train_time_s"] for r in runs],
+                [r["step_time_ms"] for r in runs]]
+        return [sum(c) / len(c) for c in cols]
+    ref = means(ms[0])
+    for i, m in enumerate(ms):
+        for j, mu in enumerate(means(m)):
+            ax.bar(j + (i - (len(ms) - 1) / 2) * w, mu / ref[j] if ref[j] else float("nan"), width=w,
+                   color=style(m)["color"], alpha=0.6, label=LABEL.get(m, m) if j == 0 else None)
+    ax.set_xticks(range(3))
+    ax.set_xticklabels(["updates to target", "seconds to target", "ms per update"], fontsize=8)
+    ax.set_ylabel(f"mean over seeds, relative to {LABEL.get(ms[0], ms[0])}")
+    ax.set_title("time = updates × time per update (means; unreached runs at their budget)", fontsize=8)
     ax.legend(fontsize=7)
     return save(fig, out_dir, NAME + "_time_to_accuracy")
 
 
+# ---------------------------------------------------------------------------------------------
+
 def main(argv):
     res = argv[1] if len(argv) > 1 else os.path.join("results", NAME)
     try:
-        rows, tta, curve, meta = load(res)
+        data = Data(res)
         st.setup()
-        note = f"{(meta.get('config') or {}).get('scale') or '?'} scale" if isinstance(meta, dict) \
+        note = f"{(data.meta.get('config') or {}).get('scale') or '?'} scale" if isinstance(data.meta, dict) \
             else "? scale"
         out_dir = os.path.join(res, "figures")
         paths = []
-        paths += fig_time(rows, out_dir, note)
-        paths += fig_speedup(rows, out_dir, note)
-        paths += fig_memory(rows, out_dir, note)
-        paths += fig_roofline(rows, out_dir, note)
-        paths += fig_complexity(rows, out_dir, note)
-        if tta:
-            paths += fig_tta(tta, curve, out_dir, meta)
-        table = crossover_table(rows)
-        paths.append(write_crossover_csv(table, os.path.join(out_dir, NAME + "_crossover.csv")))
+        if data.rows(part="scaling"):
+            paths += fig_speedup(data, out_dir, note) + fig_time(data, out_dir, note) + fig_roofline(data, out_dir, note)
+        table = crossover_table(data)
+        if table:
+            paths += fig_crossover(data, table, out_dir, note) + fig_complexity(data, out_dir, note)
+            paths += write_crossover_csvs(table, out_dir)
+        fits = memory_fits(data)
+        if fits:
+            paths += fig_memory(data, fits, out_dir, note)
+            paths.append(write_memory_csv(fits, out_dir))
+        if data.rows(part="generation"):
+            paths += fig_generation(data, out_dir, note)
+        if data.tta:
+            paths += fig_tta(data, out_dir)
     except st.DataError as e:
         st.fail(str(e))
     for p in paths:
         print("wrote", p)
     for c in table:
-        if c["pas"] == "forward_backward" and c["threads"] == 1:
-            print(f"crossover {c['attention']} vs {c['other']} ({c['match']}, batch {c['batch']:g}):"
-                  f" time {fmt_cross(c)}, FLOPs {fmt_flop(c['n_flop'])}, Table 1 n = d = "
-                  f"{c['d_model']:g}")
+        print(f"crossover {c['attention']} vs {c['other']} at d = {c['d']:g}: time {fmt_n(c['kind'], c['n_star'])}, "
+              f"FLOPs {fmt_n(c['flop_kind'], c['n_flop'])}")
 
 
 # ---------------------------------------------------------------------------------------------
 # Verdicts for plots/make_report.py (plots/seqlab_verdict.py's vocabulary and rules).
 
-ANCHOR_T1 = ("Vaswani et al. 2017, Table 1: self-attention O(n²·d) per layer, O(1) sequential "
-             "operations; recurrent O(n·d²), O(n); convolutional O(k·n·d²), O(1) (dilated: "
-             "path O(log_k n))")
-SPEEDUP_MARGIN = 0.1     # speedup units: a smaller difference of thread speedups counts as none
-ROOFLINE_RATIO = 1.1     # ratio of SGEMM fractions: within ×/÷ 1.1 counts as no difference
-CROSSOVER_FACTOR = 4.0   # Table 1's n ≈ d, up to the constant factors it leaves out
-PARAM_TOLERANCE = 0.05
+def _v_steps(data):
+    rows = [r for r in data.main if r["part"] in ("scaling", "crossover")]
+    if not rows:
+        return None
+    ns = sorted({r["seq_len"] for r in rows})
+    parts, ok = [], True
+    for m in models_in(rows):
+        sub = sorted(select(rows, model=m), key=lambda r: r["seq_len"])
+        lo, hi = sub[0], sub[-1]
+        parts.append(f"{LABEL.get(m, m)} {lo['sequential_steps']:g} → {hi['sequential_steps']:g} "
+                     f"(n = {lo['seq_len']:g} → {hi['seq_len']:g})")
+        for r in sub:
+            if m in ATTENTION:
+                ok = ok and r["sequential_steps"] == r["num_layers"]
+            elif m in RECURRENT:
+                ok = ok and r["sequential_steps"] == r["num_layers"] * r["seq_len"]
+            elif m == "tcn":
+                ok = ok and r["sequential_steps"] == 2 * r["num_layers"]
+    txt = "; ".join(parts)
+    v = sv.by_construction("each layer's forward is one batched step for attention, one step per position for a "
+                           "recurrence and two convolutions per TCN level, as the code counts them", txt,
+                           shown=ok and len(ns) >= 2, test="sequential_steps column (counted, not timed)",
+                           effect=txt, margin="exact")
+    return v.row(claim="Recurrent layers need O(n) sequential steps, self-attention O(1)",
+                 measured="sequential steps of one forward: " + txt, anchor=ANCHOR_T1,
+                 rule="by construction if every attention layer's count is L at every seq_len, every recurrent "
+                      "layer's L·n and the TCN's 2·levels; fails (an implementation defect) otherwise")
 
 
-def _pick(rows, model, **kw):
-    return select(rows, model=model, **kw)
+def _v_scaling(data):
+    shape = scaling_shape(data)
+    if not shape:
+        return None
+    att = next((m for m in ["transformer_encoder", "transformer_decoder", "self_attention"]
+                if data.rows(part="scaling", model=m)), None)
+    recs = [m for m in RECURRENT if data.rows(part="scaling", model=m)]
+    claim = "Self-attention uses parallel hardware better: more speedup from threads than recurrence"
+    anchor = ("ideal: speedup = threads; Vaswani et al. 2017 §1/§4: recurrence 'precludes parallelization within "
+              "training examples', self-attention 'can be parallelized'")
+    rule = (f"per recurrent layer, ln speedup of the Transformer layer − ln speedup of the recurrent layer at "
+            f"{shape['tmax']:g} threads, forward+backward, each the per-round mean over seq_len "
+            f"{', '.join(f'{n:g}' for n in shape['ns'])} (t-interval over the paired rounds, Welch across cells), "
+            f"against ±ln {SPEEDUP_RATIO:g}: holds if above, fails if below or within; combined over RNN, LSTM, GRU "
+            f"('depends on the recurrent layer' when some hold and some fail); inconclusive with more threads than "
+            f"cores")
+    if not att or not recs or shape["tmax"] <= 1:
+        return sv.Verdict(sv.INCONCLUSIVE, "one thread count or a family missing").row(claim, "n/a", anchor, rule)
+    ea = speedup_over_grid(data, att, "forward_backward", shape)
+    parts, meas = [], [f"{LABEL[att]} {math.exp(ea.value):.2f} [{math.exp(ea.lo):.2f}, {math.exp(ea.hi):.2f}]"]
+    for r in recs + (["tcn"] if data.rows(part="scaling", model="tcn") else []):
+        er = speedup_over_grid(data, r, "forward_backward", shape)
+        meas.append(f"{LABEL[r]} {math.exp(er.value):.2f} [{math.exp(er.lo):.2f}, {math.exp(er.hi):.2f}]")
+        if r == "tcn":
+            continue  # shown: the TCN is parallel over positions too, not a recurrence
+        eff = welch(ea, er, what=f"ln speedup {LABEL[att]} − {LABEL[r]}")
+        v = sv.decide(eff, math.log(SPEEDUP_RATIO), sv.GREATER, min_n=2, margin_text=f"ratio ×/÷ {SPEEDUP_RATIO:g}")
+        if shape["tmax"] > data.cores() and v.kind in (sv.HOLDS, sv.FAILS):
+            v = sv.Verdict(sv.INCONCLUSIVE, f"{shape['tmax']:g} threads on {data.cores():g} cores", test=v.test,
+                           effect=v.effect, margin=v.margin)
+        parts.append((LABEL[r], v))
+    v = sv.combine(parts, condition="the recurrent layer")
+    measured = (f"speedup at {shape['tmax']:g} threads ({data.cores():g} cores), forward+backward, batch "
+                f"{shape['batch']:g}, d_model {shape['d']:g}, geometric mean over seq_len (95 % interval over rounds): "
+                + "; ".join(meas))
+    return v.row(claim, measured, anchor, rule)
 
 
-def crossover_range(rows, att, rec, batch):
-    """(log2 n*/d as an Estimate whose interval spans the crossover under the repetitions' min and
-    max times, the table row) for attention model att against rec: forward+backward, 1 thread,
-    match = d_model. A crossover below the grid is n* < the smallest seq_len (interval up to just
-    below it), above the grid n* > the largest."""
-    sub = select(rows, match="d_model", batch=batch, threads=1.0, **{"pass": "forward_backward"})
-    ta = {r["seq_len"]: r for r in select(sub, model=att)}
-    tr = {r["seq_len"]: r for r in select(sub, model=rec)}
-    ns = sorted(set(ta) & set(tr))
-    if not ns:
-        return None, None
-    d = ta[ns[0]]["d_model"]
+def _v_roofline(data):
+    shape = scaling_shape(data)
+    att = next((m for m in ["transformer_encoder", "self_attention"] if data.rows(part="scaling", model=m)), None)
+    rec = next((m for m in ["lstm", "gru", "rnn"] if data.rows(part="scaling", model=m)), None)
+    if not shape or not att or not rec:
+        return None
 
-    def cross(ka, kr):
-        kind, n = crossing(ns, [math.log(ta[x][ka] / tr[x][kr]) for x in ns])
-        if kind == "<":
-            return -math.inf, math.log2(n / d) - 1e-9
-        if kind == ">":
-            return math.log2(n / d) + 1e-9, math.inf
-        return math.log2(n / d), math.log2(n / d)
-    mid = cross("time_ms_median", "time_ms_median")
-    early = cross("time_ms_max", "time_ms_min")   # the attention slowest, the recurrence fastest
-    late = cross("time_ms_min", "time_ms_max")
-    lo, hi = min(early[0], mid[0]), max(late[1], mid[1])
-    value = mid[0] if mid[0] == mid[1] else (mid[1] if math.isinf(mid[0]) else mid[0])
-    table = [c for c in crossover_table(rows) if c["attention"] == att and c["other"] == rec
-             and c["match"] == "d_model" and c["pas"] == "forward_backward" and c["threads"] == 1
-             and c["batch"] == batch]
-    return ss.from_range(value, lo, hi, what=f"log2(n*/d), {LABEL[att]} vs {LABEL[rec]}",
-                         method="crossing of the median times; interval: of the min/max times"), table[0]
+    def frac(m):  # per round: mean over n of ln(roofline fraction), fraction ∝ 1 / time
+        per = None
+        for n in shape["ns"]:
+            r = data.rows(part="scaling", model=m, seq_len=n, threads=1.0, **{"pass": "forward_backward"})[0]
+            ts = data.times("scaling", m, "forward_backward", shape["batch"], shape["d"], n, 1.0)
+            logs = [math.log(r["roofline_fraction"] * r["time_ms_median"] / t) for t in ts]
+            per = logs if per is None else [x + y for x, y in zip(per, logs)]
+        return ss.mean_interval([x / len(shape["ns"]) for x in per])
+    fa, fr = frac(att), frac(rec)
+    eff = welch(fa, fr, what=f"ln(SGEMM fraction {LABEL[att]} / {LABEL[rec]})")
+    v = sv.decide(eff, math.log(ROOFLINE_RATIO), sv.GREATER, min_n=2,
+                  margin_text=f"ratio ×/÷ {ROOFLINE_RATIO:g} (±{math.log(ROOFLINE_RATIO):.3f} in ln)")
+    return v.row(
+        claim="Attention's work runs as large GEMMs, closer to the machine's peak than recurrent steps",
+        measured=f"fraction of the cell's SGEMM rate, 1 thread, forward+backward, geometric mean over seq_len: "
+                 f"{LABEL[att]} {math.exp(fa.value):.2f}, {LABEL[rec]} {math.exp(fr.value):.2f}; batch "
+                 f"{shape['batch']:g}, d_model {shape['d']:g}",
+        anchor="SGEMM of the same cell = 1 (roofline reference)",
+        rule=f"ln of the ratio of the two fractions (t over rounds, Welch), against ±ln {ROOFLINE_RATIO:g}: holds if "
+             f"the attention's is more than {ROOFLINE_RATIO:g}× the recurrent layer's, fails if less than 1/"
+             f"{ROOFLINE_RATIO:g} of it or within")
+
+
+def _v_crossover(data, table):
+    att = next((a for a in ATTENTION if any(c["attention"] == a for c in table)), None)
+    if not att:
+        return []
+    out = []
+    parts_level, parts_slope, meas_level, meas_slope = [], [], [], []
+    for o in OTHERS:
+        cs = [c for c in table if c["attention"] == att and c["other"] == o]
+        if not cs:
+            continue
+        interp = [c for c in cs if c["kind"] is None]
+        below = [c for c in cs if c["kind"] == "<"]
+        above = [c for c in cs if c["kind"] == ">"]
+        meas_level.append(f"{LABEL[o]}: " + ", ".join(f"d {c['d']:g} → {fmt_n(c['kind'], c['n_star'])} "
+                                                      f"(FLOPs {fmt_n(c['flop_kind'], c['n_flop'])})" for c in cs))
+        lg = math.log2(CROSSOVER_FACTOR)
+        if interp:
+            vals = [math.log2(c["n_star"] / c["d"]) for c in interp]
+            lo = min(math.log2(max(c["lo"], 1e-9) / c["d"]) for c in interp)
+            hi = max(math.log2(c["hi"] / c["d"]) if math.isfinite(c["hi"]) else math.inf for c in interp)
+            eff = ss.from_range(sum(vals) / len(vals), lo, hi, what=f"log2(n*/d), {LABEL[o]}",
+                                method="interpolated crossings over d; interval: the crossings of the interval ends")
+            if below or above:
+                eff.notes.append(f"{len(below)} d below and {len(above)} beyond the grid")
+        elif below and not above:
+            eff = ss.from_range(-math.inf, -math.inf, max(math.log2(c["n_star"] / c["d"]) for c in below),
+                                what=f"log2(n*/d), {LABEL[o]}", method="below the grid at every d (a bound)")
+        elif above and not below:
+            eff = ss.from_range(math.inf, min(math.log2(c["n_star"] / c["d"]) for c in above), math.inf,
+                                what=f"log2(n*/d), {LABEL[o]}", method="beyond the grid at every d (a bound)")
+        else:
+            eff = ss.from_range(float("nan"), float("nan"), float("nan"), what=o)
+        if eff.known and math.isinf(eff.value):
+            region = sv.region(eff.lo, eff.hi, lg)
+            kind = {sv.ABOVE: sv.FAILS, sv.BELOW: sv.FAILS}.get(region, sv.INCONCLUSIVE)
+            where = "below" if eff.value < 0 else "beyond"
+            v = sv.Verdict(kind, f"the crossover lies {where} the seq_len grid at every d: log2(n*/d) in "
+                           f"[{eff.lo:.3g}, {eff.hi:.3g}]", test=eff.method,
+                           effect=eff.text(3), margin=f"×/÷ {CROSSOVER_FACTOR:g} on n*/d")
+        else:
+            v = sv.decide(eff, lg, sv.EQUAL, min_n=1, margin_text=f"×/÷ {CROSSOVER_FACTOR:g} on n*/d (±{lg:g} in log2)")
+        parts_level.append((LABEL[o], v))
+        law = crossover_law(table, att, o)
+        if law["fit"] and law["n"] >= MIN_LAW_POINTS:
+            f = law["fit"]
+            e = ss.Estimate(f["slope"] - 1.0, f["lo"] - 1.0, f["hi"] - 1.0, law["n"], se=f["se"], df=f["df"],
+                            what=f"slope − 1, {LABEL[o]}", method=f"OLS over {law['n']} of {law['total']} d")
+            vs = sv.decide(e, SLOPE_MARGIN, sv.EQUAL, min_n=MIN_LAW_POINTS,
+                           margin_text=f"slope 1 ± {SLOPE_MARGIN:g}")
+            meas_slope.append(f"{LABEL[o]} {f['slope']:.2f} [{f['lo']:.2f}, {f['hi']:.2f}] over {law['n']} d")
+        else:
+            vs = sv.Verdict(sv.INCONCLUSIVE, f"{law['n']} of {law['total']} d have an interpolated crossover; the fit "
+                            f"needs {MIN_LAW_POINTS} (the others lie below or beyond the seq_len grid)",
+                            test="OLS of log2 n* on log2 d")
+            meas_slope.append(f"{LABEL[o]}: {law['n']} of {law['total']} d interpolated")
+        parts_slope.append((LABEL[o], vs))
+    b = table[0]["batch"]
+    ds = sorted({c["d"] for c in table})
+    v = sv.combine(parts_level, condition="the layer")
+    out.append(v.row(
+        claim="A self-attention layer is faster than a recurrent (or convolutional) layer for n < d and slower "
+              "beyond (crossover n ≈ d)",
+        measured=f"{LABEL[att]} against each layer, forward+backward, 1 thread, batch {b:g}, d {', '.join(f'{d:g}' for d in ds)}: "
+                 "time crossover n* (FLOP crossover) — " + "; ".join(meas_level),
+        anchor=ANCHOR_T1,
+        rule=f"per layer, log2(n*/d) of the measured time crossovers (mean over the d where it is interpolated; "
+             f"interval from the crossings of the timing intervals' ends; beyond the grid at every d: a bound) "
+             f"against ±log2 {CROSSOVER_FACTOR:g}: holds if within [d/{CROSSOVER_FACTOR:g}, {CROSSOVER_FACTOR:g}d], "
+             f"fails if outside; combined over the layers ('depends on the layer' when some hold and some fail)"))
+    v = sv.combine(parts_slope, condition="the layer")
+    out.append(v.row(
+        claim="The crossover scales with the width: n*(d) ∝ d (log-log slope 1)",
+        measured=f"log-log slope of n* against d ({', '.join(f'{d:g}' for d in ds)}), {LABEL[att]} vs: "
+                 + "; ".join(meas_slope),
+        anchor=ANCHOR_T1 + "; the per-layer costs n²·d and n·d² are equal at n ∝ d, so n* ∝ d",
+        rule=f"per layer, the OLS slope of log2 n* on log2 d over the d with an interpolated crossover (at least "
+             f"{MIN_LAW_POINTS}; t-interval) against 1 ± {SLOPE_MARGIN:g}: holds if the interval lies within, fails if "
+             f"outside, inconclusive if it straddles; combined over the layers"))
+    return out
+
+
+def _v_memory(data):
+    fits = memory_fits(data)
+    att = [f for f in fits if f["model"] in ATTENTION]
+    rec = [f for f in fits if f["model"] in RECURRENT]
+    if not att:
+        return None
+    kernels = sorted({f["kernel"] for f in att})
+    parts, meas = [], []
+    matches = all(f["matches"] for f in fits)
+    for k in kernels:
+        fk = [f for f in att if f["kernel"] == k]
+        lo, hi = min(f["c_rel"] for f in fk), max(f["c_rel"] for f in fk)
+        share = max(f["share_n2"] for f in fk)
+        meas.append(f"{k}: c/(4·B·h) = {lo:.3f}–{hi:.3f} over {len(fk)} fits (n² share at the longest seq_len up to "
+                    f"{share:.2f})")
+        has_n2 = lo > 0.5
+        no_n2 = hi < 0.05
+        kind = sv.HOLDS if has_n2 else sv.FAILS if no_n2 else sv.INCONCLUSIVE
+        parts.append((k, sv.measured(kind, f"c/(4·B·h) in [{lo:.3g}, {hi:.3g}]: the n² term "
+                                     f"{'is the n × n probabilities of every head' if has_n2 else 'is absent' if no_n2 else 'is partial'}",
+                                     test="least-squares a + b·n + c·n² on the measured bytes (deterministic)",
+                                     effect=f"c/(4·B·h) {lo:.3g}–{hi:.3g}", margin="present > 0.5, absent < 0.05")))
+    if rec:
+        meas.append("recurrent layers: n² share at the longest seq_len at most "
+                    f"{max(abs(f['share_n2']) for f in rec):.3f}")
+    meas.append(f"measured heap growth = analytic cache count within 5 % (or 4 KiB) at every point: "
+                f"{'yes' if matches else 'no'}")
+    claim = "Attention costs more memory: its activation memory grows as n² against n"
+    anchor = ("Vaswani et al. 2017 Table 1 (O(n²·d) attention); Dao et al. 2022 (FlashAttention) §3: exact "
+              "attention with O(n) extra memory — the n² is a property of the kernel, not of attention")
+    rule = ("per kernel, the least-squares fit of the bytes kept for backward a + b·n + c·n² over the seq_lens of each "
+            "timed d: the n² term is the n × n probabilities when c/(4·B·h) > 0.5 (holds), absent when < 0.05 (fails); "
+            "'depends on the attention kernel' when the kernels disagree; an implementation defect (fails) when the "
+            "measured bytes differ from the documented caches")
+    if not matches:
+        v = sv.measured(sv.FAILS, "the measured bytes differ from the analytic cache count (an implementation defect)",
+                        test="heap growth against the documented caches")
+    elif kernels == ["materialised"]:
+        v = sv.by_construction("the materialised kernel keeps P [B, h, n, n] for backward (this build has no fused "
+                               "kernel to show the other curve)", "; ".join(meas), shown=parts[0][1].kind == sv.HOLDS,
+                               test="least-squares a + b·n + c·n² on the measured bytes",
+                               effect=parts[0][1].effect, margin="present > 0.5")
+    else:
+        v = sv.combine(parts, condition="the attention kernel")
+    return v.row(claim, "bytes kept for backward by one forward — " + "; ".join(meas), anchor, rule)
+
+
+def _v_generation(data):
+    gen = data.rows(part="generation")
+    if not gen:
+        return []
+    out = []
+    att = next((m for m in ATTENTION if select(gen, model=m)), None)
+    rec = next((m for m in RECURRENT if select(gen, model=m)), None)
+    if not att or not rec:
+        return []
+    ns = sorted({r["seq_len"] for r in gen})
+    n_hi = ns[-1]
+
+    def steps(m, pas, n):
+        return select(gen, model=m, seq_len=n, **{"pass": pas})[0]["sequential_steps"]
+    ok = all(steps(m, "decode_step", n) == (n + 1) * select(gen, model=m)[0]["num_layers"] for m in (att, rec)
+             for n in ns)
+    txt = (f"generating n+1 tokens: {LABEL[att]} {steps(att, 'decode_step', n_hi):g}, {LABEL[rec]} "
+           f"{steps(rec, 'decode_step', n_hi):g} steps at n = {n_hi:g}; a forward over the n known tokens: "
+           f"{LABEL[att]} {steps(att, 'forward', n_hi):g}, {LABEL[rec]} {steps(rec, 'forward', n_hi):g}")
+    out.append(sv.by_construction("each generated token needs the one before it, for every family; only a forward "
+                                  "over known tokens (training, a prompt) runs the positions of a Transformer at once",
+                                  txt, shown=ok, test="sequential_steps of the generation rows (counted)",
+                                  effect=txt).row(
+        claim="Autoregressive decoding is sequential for every family: training parallelises over positions, "
+              "generation does not",
+        measured=txt, anchor="Vaswani et al. 2017 §3.1/§3.2.3: the decoder is auto-regressive, consuming the "
+                             "previously generated symbols; the masking keeps training parallel",
+        rule="by construction if every decode row's count is (n+1)·L; fails (a defect) otherwise"))
+
+    ta, tr = latency_trend(data, att), latency_trend(data, rec)
+    claim = ("With a key/value cache, a Transformer decoder's time per generated token grows with the prefix "
+             "(O(n·d) attention over the cache), an LSTM's stays constant (O(d²))")
+    anchor = "Vaswani et al. 2017 Table 1 (self-attention O(n·d) per position vs recurrent O(d²))"
+    rule = (f"log-log slope of the per-token decoding latency over the upper half of the prefix grid (per round, t over "
+            f"rounds), the decoder's − the LSTM's (Welch), against ±{LATENCY_SLOPE:g}: holds if above")
+    if ta is None or tr is None:
+        out.append(sv.Verdict(sv.INCONCLUSIVE, "too few prefix lengths").row(claim, "n/a", anchor, rule))
+    else:
+        eff = welch(ta, tr, what="log-log slope, decoder − LSTM")
+        v = sv.decide(eff, LATENCY_SLOPE, sv.GREATER, min_n=2)
+        dec = {m: {r["seq_len"]: r["time_ms_median"] * 1e3 for r in generation_series(data, m, "decode_step")}
+               for m in (att, rec)}
+        cross = crossing(ns, [math.log(dec[att][n] / dec[rec][n]) for n in ns])
+        out.append(v.row(claim,
+                         f"batch 1, 1 thread, d_model {gen[0]['d_model']:g}: per-token latency at prefix "
+                         f"{ns[0]:g} → {n_hi:g}: {LABEL[att]} {dec[att][ns[0]]:.0f} → {dec[att][n_hi]:.0f} µs (slope "
+                         f"{ta.value:.2f} [{ta.lo:.2f}, {ta.hi:.2f}]), {LABEL[rec]} {dec[rec][ns[0]]:.0f} → "
+                         f"{dec[rec][n_hi]:.0f} µs (slope {tr.value:.2f} [{tr.lo:.2f}, {tr.hi:.2f}]); the decoder's "
+                         f"step passes the LSTM's at prefix {fmt_n(*cross)}", anchor, rule))
+
+    ga, gr = decode_gap(data, att, n_hi), decode_gap(data, rec, n_hi)
+    eff = welch(ga, gr, what="ln(decode / parallel per token), decoder − LSTM")
+    v = sv.decide(eff, math.log(DECODE_RATIO), sv.GREATER, min_n=2, margin_text=f"ratio ×/÷ {DECODE_RATIO:g}")
+    out.append(v.row(
+        claim="The Transformer's advantage is parallelism over known positions: it processes a prefix token far "
+              "faster in one forward than it generates one, while the LSTM's forward is no faster per token than "
+              "its decoding",
+        measured=f"at prefix {n_hi:g}: decode step / (forward over the prefix / n): {LABEL[att]} "
+                 f"{math.exp(ga.value):.1f} [{math.exp(ga.lo):.1f}, {math.exp(ga.hi):.1f}]×, {LABEL[rec]} "
+                 f"{math.exp(gr.value):.1f} [{math.exp(gr.lo):.1f}, {math.exp(gr.hi):.1f}]×",
+        anchor="Vaswani et al. 2017 §1: recurrence 'precludes parallelization within training examples'",
+        rule=f"ln of the ratio per round (paired), t over rounds, the decoder's − the LSTM's (Welch), against ±ln "
+             f"{DECODE_RATIO:g}: holds if above, fails if below or within"))
+    return out
+
+
+def _v_tta(data):
+    tta = data.tta
+    if not tta:
+        return []
+    ta_model = next((m for m in ATTENTION if select(tta, model=m)), None)
+    tr_model = next((m for m in ["lstm", "gru", "rnn", "tcn"] if select(tta, model=m)), None)
+    if not ta_model or not tr_model:
+        return []
+    A, R = select(tta, model=ta_model), select(tta, model=tr_model)
+    target = A[0]["target_bpc"]
+    unigram = A[0]["unigram_bpc"]
+    controls = abs(A[0]["n_params"] / R[0]["n_params"] - 1) <= PARAM_TOLERANCE
+    floor = target >= unigram  # a target the context-free baseline already reaches decides nothing
+    lr = {m: next((r["lr"] for r in data.lr if r["model"] == m and r["chosen"] == 1), float("nan"))
+          for m in (ta_model, tr_model)}
+    setup = (f"text (character LM) at seq_len {A[0]['seq_len']:g}, batch {A[0]['batch']:g}, {A[0]['threads']:g} "
+             f"thread(s), target {target:g} bits per character on the validation subset (unigram baseline "
+             f"{unigram:.2f}); {int(A[0]['n_params'])} vs {int(R[0]['n_params'])} parameters; learning rate from the "
+             f"grid {LABEL[ta_model]} {lr[ta_model]:g}, {LABEL[tr_model]} {lr[tr_model]:g}")
+    anchor = ("Vaswani et al. 2017 §6.1 and Table 2: the base Transformer trained in 12 hours on 8 P100 GPUs, a "
+              "fraction of the training cost of the recurrent and convolutional models")
+    out = []
+
+    def cens(runs, col, budget):
+        return [ss.Censored(r[col] if r["reached"] == 1 else r[budget], r["reached"] == 1 and not r["diverged"])
+                for r in runs]
+
+    def summary(runs, col):
+        got = [r[col] for r in runs if r["reached"] == 1]
+        return (f"{len(got)}/{len(runs)} reached" + (f", median {sorted(got)[len(got) // 2]:.4g}" if got else ""))
+
+    for col, budget, claim, unit in (
+            ("time_to_target_s", "train_time_s", "Transformers train faster: less wall-clock time to a target "
+             "bits per character at equal parameter count", "s"),
+            ("steps_to_target", "steps_done", "Sample efficiency: fewer updates to the target (not parallelism)",
+             "updates")):
+        g = ss.gehan_test(cens(A, col, budget), cens(R, col, budget))
+        if len(A) < sv.MIN_SEEDS or len(R) < sv.MIN_SEEDS:
+            v = sv.Verdict(sv.INCONCLUSIVE, f"{len(A)} and {len(R)} runs; the rule needs {sv.MIN_SEEDS} each",
+                           test=g.method)
+        else:
+            v = sv.decide_rank(g, sv.GREATER, controls=controls, floor=floor,
+                               effect=f"{LABEL[ta_model]} earlier in {g.a_earlier}, later in {g.b_earlier} of "
+                                      f"{g.n_a * g.n_b} run pairs")
+        out.append(v.row(claim, f"{setup}: {unit} to target {LABEL[ta_model]} {summary(A, col)}, {LABEL[tr_model]} "
+                                f"{summary(R, col)}", anchor,
+                         f"Gehan's censored rank test of the {unit} to the target (a run that never reached it is "
+                         f"censored at its budget), exact permutation p: holds if the one-sided p that the "
+                         f"Transformer is earlier is <= 0.05, fails if p <= 0.05 the other way; inconclusive "
+                         f"otherwise or with fewer than {sv.MIN_SEEDS} runs each; floor when the target is not below "
+                         f"the unigram baseline; controls: parameters within ±5 %"))
+    ms = {m: {r["seed"]: math.log(r["time_ms_median"]) for r in data.rows(part="tta", model=m)}
+          for m in (ta_model, tr_model)}
+    eff = ss.paired_difference(ms[ta_model], ms[tr_model], what=f"ln(ms per update {LABEL[ta_model]} / "
+                                                                    f"{LABEL[tr_model]})")
+    v = sv.decide(eff, math.log(UPDATE_RATIO), sv.LESS, controls=controls,
+                  margin_text=f"ratio ×/÷ {UPDATE_RATIO:g}")
+    per = {m: math.exp(sum(ms[m].values()) / len(ms[m])) for m in ms if ms[m]}
+    out.append(v.row(
+        "Speed per update: a Transformer update takes less time than an LSTM update at equal parameter count",
+        f"{setup}: median ms per update over the evaluation windows, geometric mean over seeds: "
+        + ", ".join(f"{LABEL[m]} {per[m]:.1f}" for m in per), anchor,
+        f"ln of the per-update time ratio, paired by seed (the same training windows), t-interval, against ±ln "
+        f"{UPDATE_RATIO:g}: holds if below (the Transformer faster), fails if above or within"))
+    return out
 
 
 def verdicts(results_dir):
-    rows, tta, curve, meta = load(results_dir)
-    out = []
-    batch, tmax = defaults(rows)
-    ns = sorted({r["seq_len"] for r in rows})
-    n_lo, n_hi = ns[0], ns[-1]
-    fb = {"pass": "forward_backward"}
-    # The Transformer layer for the scaling, roofline and memory rows; Table 1's self-attention
-    # layer (when timed) for the crossover row; the LSTM (else GRU, RNN) as the recurrent side.
-    att = next((m for m in ["transformer_encoder", "transformer_decoder", "self_attention"]
-                if select(rows, model=m)), None)
-    t1_att = "self_attention" if select(rows, model="self_attention") else att
-    rec = next((m for m in ["lstm", "gru", "rnn"] if select(rows, model=m)), None)
-    timing = "range over the timing repetitions (min/max), one run"
-
-    # 1. Sequential steps: O(1) for attention, O(n) for recurrence (counted by the code).
-    def steps(m, n):
-        r = _pick(rows, m, match="d_model", seq_len=n)
-        return r[0]["sequential_steps"] if r else float("nan")
-    parts, ok = [], True
-    for m in models_in(rows):
-        s_lo, s_hi = steps(m, n_lo), steps(m, n_hi)
-        parts.append(f"{LABEL.get(m, m)} {s_lo:g} → {s_hi:g}")
-        L = _pick(rows, m, match="d_model")[0]["num_layers"]
-        if m in ATTENTION:
-            ok = ok and s_lo == s_hi == L
-        elif m in ("rnn", "lstm", "gru"):
-            ok = ok and s_lo == L * n_lo and s_hi == L * n_hi
-    steps_txt = "; ".join(parts)
-    v = sv.by_construction("each layer's forward is one batched step for attention and one step per "
-                           "position for a recurrence, as the code counts them", steps_txt,
-                           shown=ok and len(ns) >= 2, test="sequential_steps column (counted, not timed)",
-                           effect=f"seq_len {n_lo:g} → {n_hi:g}: {steps_txt}", margin="exact")
-    out.append(v.row(
-        claim="Recurrent layers need O(n) sequential steps, self-attention O(1)",
-        measured=f"sequential steps at seq_len {n_lo:g} → {n_hi:g}: " + steps_txt,
-        anchor=ANCHOR_T1,
-        rule="by construction if every Transformer's count is L at every seq_len and every recurrent "
-             "model's is L·seq_len; fails (an implementation defect) otherwise"))
-
-    # 2. Thread scaling: attention's speedup vs the recurrent model's, largest seq_len.
-    def speed_range(m):
-        r1 = _pick(rows, m, match="d_model", batch=batch, seq_len=n_hi, threads=1.0, **fb)
-        rn = _pick(rows, m, match="d_model", batch=batch, seq_len=n_hi, threads=tmax, **fb)
-        if not r1 or not rn:
-            return None
-        r1, rn = r1[0], rn[0]
-        return (rn["speedup"], r1["time_ms_min"] / rn["time_ms_max"],
-                r1["time_ms_max"] / rn["time_ms_min"])
-    cores = max(r["cores"] for r in rows)
-    claim = "Self-attention uses parallel hardware better: more speedup from threads than recurrence"
-    anchor = ("ideal: speedup = threads (efficiency 1); Vaswani et al. §4: attention's computation 'can "
-              "be parallelized', recurrence 'precludes parallelization within training examples'")
-    rule = (f"speedup at the largest thread count, attention − recurrent, its interval from the min/max "
-            f"times over repetitions (speedup range t1_min/tN_max .. t1_max/tN_min), against "
-            f"±{SPEEDUP_MARGIN:g}: holds if beyond +{SPEEDUP_MARGIN:g}, fails if below −{SPEEDUP_MARGIN:g} or "
-            f"within; inconclusive if the thread count exceeds the cores")
-    sa, sr = (speed_range(att), speed_range(rec)) if att and rec and tmax > 1 else (None, None)
-    if sa and sr:
-        eff = ss.from_range(sa[0] - sr[0], sa[1] - sr[2], sa[2] - sr[1],
-                            what=f"speedup {LABEL[att]} − {LABEL[rec]} at {tmax:g} threads")
-        v = sv.decide(eff, SPEEDUP_MARGIN, sv.GREATER, min_n=1, test=timing)
-        if tmax > cores and v.kind in (sv.HOLDS, sv.FAILS):
-            v = sv.Verdict(sv.INCONCLUSIVE, f"{tmax:g} threads on {cores:g} cores", test=v.test,
-                           effect=v.effect, margin=v.margin)
-        measured = (f"speedup at {tmax:g} threads ({cores:g} cores), forward+backward, seq_len "
-                    f"{n_hi:g}: {LABEL[att]} {sa[0]:.2f} (range {sa[1]:.2f}–{sa[2]:.2f}), "
-                    f"{LABEL[rec]} {sr[0]:.2f} (range {sr[1]:.2f}–{sr[2]:.2f}); parallel "
-                    f"efficiency {sa[0] / tmax:.2f} vs {sr[0] / tmax:.2f}")
-    else:
-        measured = f"only {tmax:g} thread count(s) timed" if tmax <= 1 else "models missing"
-        v = sv.Verdict(sv.INCONCLUSIVE, measured)
-    out.append(v.row(claim, measured, anchor, rule))
-
-    # 3. Roofline: fraction of the SGEMM rate (1 thread, forward+backward), mean over the larger
-    # half of the seq_len grid (where the attention's GEMMs are largest); the interval from the
-    # min/max times (the fraction scales as 1 / time).
-    if att and rec:
-        big = ns[len(ns) // 2:]
-
-        def frac(m):
-            v = [(r["roofline_fraction"], r["roofline_fraction"] * r["time_ms_median"] / r["time_ms_max"],
-                  r["roofline_fraction"] * r["time_ms_median"] / r["time_ms_min"])
-                 for r in _pick(rows, m, match="d_model", batch=batch, threads=1.0, **fb) if r["seq_len"] in big]
-            return tuple(sum(x[i] for x in v) / len(v) for i in range(3)) if v else (float("nan"),) * 3
-        fa, fr = frac(att), frac(rec)
-        eff = ss.from_range(math.log(fa[0] / fr[0]), math.log(fa[1] / fr[2]), math.log(fa[2] / fr[1]),
-                            what=f"ln(fraction {LABEL[att]} / {LABEL[rec]})")
-        v = sv.decide(eff, math.log(ROOFLINE_RATIO), sv.GREATER, min_n=1, test=timing,
-                      margin_text=f"ratio ×/÷ {ROOFLINE_RATIO:g} (±{math.log(ROOFLINE_RATIO):.3f} in ln)")
-        out.append(v.row(
-            claim="Attention's work runs as large GEMMs, closer to the machine's peak than recurrent steps",
-            measured=f"fraction of the run's SGEMM rate, 1 thread, forward+backward, mean over seq_len "
-                     f"{', '.join(f'{n:g}' for n in big)}: {LABEL[att]} {fa[0]:.2f} ({fa[1]:.2f}–{fa[2]:.2f}), "
-                     f"{LABEL[rec]} {fr[0]:.2f} ({fr[1]:.2f}–{fr[2]:.2f}); ratio {fa[0] / fr[0]:.2f}; "
-                     f"d_model {rows[0]['d_model']:g}, batch {batch:g}",
-            anchor="SGEMM of the same run = 1 (roofline reference)",
-            rule=f"ln of the ratio of the two fractions, its interval from the min/max times, against "
-                 f"±ln {ROOFLINE_RATIO:g}: holds if the attention's is more than {ROOFLINE_RATIO:g}× the "
-                 f"recurrent model's, fails if less than 1/{ROOFLINE_RATIO:g} of it or within ×/÷ "
-                 f"{ROOFLINE_RATIO:g} (no difference of that size at this shape)"))
-
-    # 4. Crossover against Table 1's n ≈ d, for each recurrent layer.
-    parts = []
-    meas = []
-    for r_m in [m for m in ("rnn", "lstm", "gru") if select(rows, model=m)]:
-        eff, c = crossover_range(rows, t1_att, r_m, batch)
-        if eff is None:
-            continue
-        parts.append((LABEL[r_m], sv.decide(eff, math.log2(CROSSOVER_FACTOR), sv.EQUAL, min_n=1, test=timing,
-                                            margin_text=f"×/÷ {CROSSOVER_FACTOR:g} on n*/d "
-                                                        f"(±{math.log2(CROSSOVER_FACTOR):g} in log2)")))
-        meas.append(f"{LABEL[r_m]} {fmt_cross(c)} (FLOP count {fmt_flop(c['n_flop'])})")
-    if parts:
-        d = rows[0]["d_model"]
-        v = sv.combine(parts, condition="the recurrent layer")
-        out.append(v.row(
-            claim="A self-attention layer is faster than a recurrent layer for n < d and slower beyond (crossover n ≈ d)",
-            measured=f"{LABEL[t1_att]} against each recurrent layer, forward+backward, 1 thread, batch {batch:g}, "
-                     f"d = {d:g}: time crossover at seq_len " + "; ".join(meas),
-            anchor=ANCHOR_T1 + "; so self-attention is cheaper when n < d",
-            rule=f"per recurrent layer, log2(n*/d) of the measured time crossover (its interval from the min/max "
-                 f"times; beyond the grid: a bound) against ±log2 {CROSSOVER_FACTOR:g}: holds if within "
-                 f"[d/{CROSSOVER_FACTOR:g}, {CROSSOVER_FACTOR:g}d], fails if outside; combined over RNN, LSTM and GRU "
-                 "('depends on the recurrent layer' when some hold and some fail)"))
-
-    # 5. Memory: the materialised attention keeps its n × n probabilities for backward.
-    def slope(m, col):
-        pts = [(r["seq_len"], r[col]) for r in _pick(rows, m, match="d_model", batch=batch,
-                                                      threads=1.0, **{"pass": "forward"})]
-        pts.sort()
-        if len(pts) < 2:
-            return float("nan"), float("nan")
-        (n1, b1), (n2, b2) = pts[-2], pts[-1]
-        return math.log(b2 / b1) / math.log(n2 / n1), b2
-    def per_token(m):
-        """[(seq_len, analytic bytes, measured bytes)] of one forward, sorted."""
-        return sorted((r["seq_len"], r["activation_bytes"], r["activation_bytes_measured"])
-                      for r in _pick(rows, m, match="d_model", batch=batch, threads=1.0, **{"pass": "forward"}))
-
-    def grows(pts):  # bytes per token rise at every step of the grid: a term above linear
-        return all(b2 / n2 > b1 / n1 for (n1, b1, _), (n2, b2, _) in zip(pts, pts[1:]))
-
-    def matches(pts):  # the measured heap growth is the analytic cache count (within 5 % or 1 KiB)
-        return all(abs(meas - an) <= max(0.05 * an, 1024.0) for _, an, meas in pts)
-    if att and rec and len(ns) >= 2:
-        sa_, ba = slope(att, "activation_bytes_measured")
-        sr_, br = slope(rec, "activation_bytes_measured")
-        pa, pr = per_token(att), per_token(rec)
-        shown = grows(pa) and not grows(pr) and matches(pa) and matches(pr)
-        v = sv.by_construction(
-            "this library's attention keeps its [B, h, n, n] probabilities for backward (a property of the "
-            "materialising kernel, not of attention: a fused kernel keeps O(n), Dao et al. 2022)",
-            f"the attention's bytes per token grow with n ({pa[0][2] / pa[0][0]:.0f} → {pa[-1][2] / pa[-1][0]:.0f}), "
-            f"the recurrent's do not ({pr[0][2] / pr[0][0]:.0f} → {pr[-1][2] / pr[-1][0]:.0f}); measured = analytic "
-            f"within 5 % or 1 KiB: {'yes' if matches(pa) and matches(pr) else 'no'}", shown=shown,
-            test="measured heap growth of one forward against the layers' analytic cache count (deterministic)",
-            effect=f"log-log slope over the last doubling {sa_:.2f} − {sr_:.2f} = {sa_ - sr_:+.2f}",
-            margin="bytes per token rising at every seq_len (a quadratic term)")
-        out.append(v.row(
-            claim="Attention costs more memory: its activation memory grows as n² against n",
-            measured=f"measured bytes kept for backward at seq_len {n_hi:g}: {LABEL[att]} "
-                     f"{ba / 2**20:.1f} MiB, {LABEL[rec]} {br / 2**20:.1f} MiB; log-log slope "
-                     f"over the last doubling {sa_:.2f} vs {sr_:.2f}",
-            anchor="Vaswani et al. 2017 Table 1 (O(n²·d) attention); the [B, h, n, n] probability "
-                   "matrix is kept for backward: slope → 2 (attention) vs 1 (recurrent)",
-            rule="by construction (the kernel stores the n × n matrix) when the attention's bytes per token rise "
-                 "at every step of the seq_len grid, the recurrent's do not, and the measured heap growth is the "
-                 "analytic cache count within 5 % (or 1 KiB); fails (the implementation does not keep what it documents) "
-                 "otherwise"))
-
-    # 6. Time to accuracy at equal parameter count: a censored rank test.
-    if tta:
-        ta_model = next((m for m in ATTENTION if select(tta, model=m)), None)
-        tr_model = next((m for m in ["lstm", "gru", "rnn", "tcn"] if select(tta, model=m)), None)
-        if ta_model and tr_model:
-            A, R = select(tta, model=ta_model), select(tta, model=tr_model)
-
-            def summary(runs):
-                got = [r["time_to_target_s"] for r in runs if r["reached"] == 1]
-                mu, ci = st.mean_ci95(got)
-                return got, mu, ci
-
-            def cens(runs):  # a run that never reached the target is censored at its training time
-                return [ss.Censored(r["time_to_target_s"] if r["reached"] == 1 else r["train_time_s"],
-                                    r["reached"] == 1 and not r["diverged"]) for r in runs]
-            ga, mua, cia = summary(A)
-            gr, mur, cir = summary(R)
-
-            def fmt(got, mu, ci, runs):
-                label = f"{len(got)}/{len(runs)} reached"
-                if not got:
-                    return f"never within {max(r['train_time_s'] for r in runs):.1f} s ({label})"
-                steps = [r["steps_to_target"] for r in runs if r["reached"] == 1]
-                step_ms = sum(r["step_time_ms"] for r in runs) / len(runs)
-                return (f"{mu:.1f} ± {ci:.1f} s ({label}; {min(steps):g}–{max(steps):g} updates "
-                        f"at {step_ms:.1f} ms each)")
-            target = A[0]["target_accuracy"]
-            g = ss.gehan_test(cens(A), cens(R))
-            controls = abs(A[0]["n_params"] / R[0]["n_params"] - 1) <= PARAM_TOLERANCE
-            if len(A) < sv.MIN_SEEDS or len(R) < sv.MIN_SEEDS:
-                v = sv.Verdict(sv.INCONCLUSIVE, f"{len(A)} and {len(R)} runs; the rule needs {sv.MIN_SEEDS} each",
-                               test=g.method)
-            else:
-                v = sv.decide_rank(g, sv.GREATER, controls=controls,
-                                   effect=f"{LABEL[ta_model]} earlier in {g.a_earlier}, later in {g.b_earlier} "
-                                          f"of {g.n_a * g.n_b} run pairs")
-            step_a = sum(r["step_time_ms"] for r in A) / len(A)
-            step_r = sum(r["step_time_ms"] for r in R) / len(R)
-            out.append(v.row(
-                claim="Transformers train faster: less wall-clock time to a target accuracy at "
-                      "equal parameter count",
-                measured=f"copy memory T = {A[0]['T']:g}, recall accuracy ≥ {target:g}: "
-                         f"{LABEL[ta_model]} {fmt(ga, mua, cia, A)}; {LABEL[tr_model]} {fmt(gr, mur, cir, R)} "
-                         f"({int(A[0]['n_params'])} vs {int(R[0]['n_params'])} parameters; mean ± 95% CI over "
-                         f"seeds); per update the {LABEL[ta_model]} takes {step_a / step_r:.2f}× the "
-                         f"{LABEL[tr_model]}'s time, so the difference is in the number of updates",
-                anchor="Vaswani et al. 2017 §6.1 and Table 2: the base Transformer trained in 12 h "
-                       "on 8 P100 GPUs, at a fraction of the training cost of recurrent and "
-                       "convolutional models",
-                rule=f"Gehan's censored rank test of the wall-clock seconds to the target (a run that never "
-                     f"reached it is censored at its training time, not infinite), exact permutation p: holds "
-                     f"if the one-sided p that the Transformer is earlier is <= 0.05 (3 vs 3 runs can reach "
-                     f"1/20 only when every Transformer run is earlier), fails if p <= 0.05 the other way; "
-                     f"inconclusive otherwise or with fewer than {sv.MIN_SEEDS} runs each; controls: parameters "
-                     f"within ±5 %; on this task the difference includes the path-length advantage of claim 2"))
-    return out
+    data = Data(results_dir)
+    table = crossover_table(data)
+    out = [_v_steps(data), _v_scaling(data), _v_roofline(data)]
+    out += _v_crossover(data, table) if table else []
+    out.append(_v_memory(data))
+    out += _v_generation(data)
+    out += _v_tta(data)
+    return [r for r in out if r is not None]
 
 
 if __name__ == "__main__":

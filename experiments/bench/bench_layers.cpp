@@ -22,8 +22,15 @@
 //   MHA/encoder backward 2 × forward
 //   SGEMM               2·M·N·K
 // forward+backward cases count forward + backward = 3 × forward.
+// The attention-kernel cases (AttnKernel_*) count the GEMM work each kernel executes instead:
+//   forward   8·B·T·D² (projections) + 2 products · 2·d_k · E   (scores and context)
+//   backward  16·B·T·D² + n_b · 2·d_k · E   (n_b = 4 materialised: dP, dV, dQ, dK; 5 fused: the
+//             scores recomputed too)
+// with E = MultiheadAttention::score_entries() (B·h·T² materialised; fused: the entries of the
+// tiles it does not skip, about half under the causal mask).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -70,6 +77,18 @@ constexpr std::int64_t kAttnLongBatch = 8;
 const std::vector<std::int64_t> kAttnDModels = {64, 256};
 const std::vector<std::int64_t> kAttnHeads = {4, 8};
 constexpr std::size_t kFfMultiplier = 4;  // d_ff = 4·d_model (Vaswani et al. 2017 §3.3)
+
+// Attention kernels (AttnKernel_*): long_range_recall's paper cell (copy memory T = 1000 ->
+// seq_len 1020, the 2-layer decoder's d_model 28, 2 heads, batch 32, causal) always; the seq_len
+// sweep for the `auto` threshold only with --attention_sweep (288 cases, several minutes):
+// seq_len x d_model x n_heads x causal, batch kSweepTokens / seq_len (a fixed token count per
+// iteration, so that the cases differ in the T² term only).
+constexpr std::int64_t kPaperBatch = 32, kPaperSeqLen = 1020, kPaperDModel = 28, kPaperHeads = 2;
+const std::vector<std::int64_t> kSweepSeqLens = {64, 128, 256, 512, 1024, 2048};
+const std::vector<std::int64_t> kSweepDModels = {32, 64};
+const std::vector<std::int64_t> kSweepHeads = {2, 4, 8};
+constexpr std::int64_t kSweepTokens = 8192;
+constexpr const char* kAttentionSweepFlag = "--attention_sweep";
 
 enum class Pass { forward, forward_backward };
 
@@ -227,6 +246,43 @@ void bm_mha(benchmark::State& state, Pass pass) {
                      1.0);
 }
 
+/// Args: batch, seq_len, d_model, n_heads, causal (0/1), nthreads. MultiheadAttention(D, h)
+/// self-attention with the given kernel (AttentionKernel::fused or materialised) on x [B, T, D],
+/// causal mask or none, no padding; forward, or forward then backward with a fixed dy. Counters
+/// (README.md, "Choosing the attention kernel"): flop_per_s (the GEMM work this kernel executes,
+/// file comment), score_entries (E per forward) and activation_bytes (what the forward keeps for
+/// backward, MultiheadAttention::activation_bytes).
+void bm_mha_kernel(benchmark::State& state, Pass pass, seqlab::AttentionKernel kernel) {
+  const auto B = static_cast<std::size_t>(state.range(0));
+  const auto T = static_cast<std::size_t>(state.range(1));
+  const auto D = static_cast<std::size_t>(state.range(2));
+  const auto h = static_cast<std::size_t>(state.range(3));
+  const bool causal = state.range(4) != 0;
+  std::size_t entries = 0, bytes = 0;
+  try {
+    seqlab::set_num_threads(static_cast<int>(state.range(5)));
+    Rng rng(seqlab::derive_seed(kSeed, B * T, D, h));
+    seqlab::MultiheadAttention attn(D, h, rng);
+    attn.set_kernel(kernel);
+    const seqlab::AttentionMask mask{causal, nullptr};
+    const Tensor3 x = random_tensor3(B, T, D, rng);
+    const Tensor3 dy = random_tensor3(B, T, D, rng);
+    time_passes(state, pass, [&] { return attn.forward(x, mask); }, [&] { return attn.backward(dy); });
+    entries = attn.score_entries();
+    bytes = attn.activation_bytes();
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  const double proj = 8.0 * B * T * D * D, per_entry = 2.0 * static_cast<double>(D / h);
+  const double bwd_products = kernel == seqlab::AttentionKernel::fused ? 5.0 : 4.0;
+  double flops = proj + 2.0 * per_entry * static_cast<double>(entries);
+  if (pass == Pass::forward_backward) flops += 2.0 * proj + bwd_products * per_entry * static_cast<double>(entries);
+  set_layer_counters(state, static_cast<double>(B * T), flops, 1.0);
+  state.counters["score_entries"] = benchmark::Counter(static_cast<double>(entries));
+  state.counters["activation_bytes"] = benchmark::Counter(static_cast<double>(bytes));
+}
+
 /// Args: batch, seq_len, d_model, n_heads, nthreads. TransformerEncoderLayer with pre-norm
 /// LayerNorm, d_ff = 4·D, relu, dropout 0 (train mode; dropout 0 draws nothing), no mask.
 void bm_encoder_layer(benchmark::State& state, Pass pass) {
@@ -372,6 +428,34 @@ void register_attention_cases() {
   }
 }
 
+/// AttnKernel_{fused,materialised}_{fwd,fwdbwd}: the paper cell, and with `sweep` the seq_len sweep
+/// (fwdbwd only, causal and not).
+void register_attention_kernel_cases(bool sweep) {
+  const std::vector<std::int64_t> threads = thread_counts();
+  struct Kernel {
+    const char* name;
+    seqlab::AttentionKernel kernel;
+  };
+  for (const Kernel k : {Kernel{"fused", seqlab::AttentionKernel::fused},
+                         Kernel{"materialised", seqlab::AttentionKernel::materialised}}) {
+    for (Pass pass : {Pass::forward, Pass::forward_backward}) {
+      const std::string name =
+          std::string("AttnKernel_") + k.name + (pass == Pass::forward ? "_fwd" : "_fwdbwd");
+      const auto reg = [&](const std::vector<std::vector<std::int64_t>>& args) {
+        benchmark::RegisterBenchmark(name.c_str(), bm_mha_kernel, pass, k.kernel)
+            ->ArgNames({"batch", "seq_len", "d_model", "n_heads", "causal", "nthreads"})
+            ->ArgsProduct(args)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+      };
+      reg({{kPaperBatch}, {kPaperSeqLen}, {kPaperDModel}, {kPaperHeads}, {1}, threads});
+      if (!sweep || pass == Pass::forward) continue;
+      for (std::int64_t T : kSweepSeqLens)  // one family per seq_len (24 cases each)
+        reg({{std::max<std::int64_t>(1, kSweepTokens / T)}, {T}, kSweepDModels, kSweepHeads, {0, 1}, threads});
+    }
+  }
+}
+
 void register_sgemm_cases() {
   const std::vector<std::int64_t> threads = thread_counts();
   auto reg = [&](const char* name, const std::vector<std::vector<std::int64_t>>& shapes) {
@@ -423,12 +507,20 @@ void register_sgemm_cases() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // argv with the default min time first, so that a --benchmark_min_time given later wins.
+  // argv with the default min time first, so that a --benchmark_min_time given later wins;
+  // --attention_sweep is ours (not passed on).
   std::vector<char*> args;
   std::string default_min_time = kDefaultMinTime;
+  bool attention_sweep = false;
   args.push_back(argv[0]);
   args.push_back(default_min_time.data());
-  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == kAttentionSweepFlag) {
+      attention_sweep = true;
+      continue;
+    }
+    args.push_back(argv[i]);
+  }
   int n = static_cast<int>(args.size());
   args.push_back(nullptr);
 
@@ -436,6 +528,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   register_layer_cases();
   register_attention_cases();
+  register_attention_kernel_cases(attention_sweep);
   register_sgemm_cases();
   benchmark::AddCustomContext("seqlab_version", seqlab::kVersion);
   benchmark::AddCustomContext("blas_config", seqlab::blas_config());

@@ -20,18 +20,19 @@ min(--min-time, 0.5) s) at the same thread count runs right before it (1st, 3rd,
 or right after it (2nd, 4th, ...); the sample's rate over that SGEMM's rate, then the median over
 samples (min and max in the CSV). On a shared VM that switches for seconds at a time between speed
 regimes (SGEMM 1024^3 at 2 threads: 12 ms in one, 24 ms in another), the paired fraction compares
-the layer with the machine as it was when the layer ran; the issue-13 target on the SGEMM fraction
-is judged on it (meets_target), and on the unpaired one in meets_target_unpaired. The meta line's
-complete=yes marks a finished run (the CSV is rewritten after every repetition, so a killed run
-keeps its samples).
+the layer with the machine as it was when the layer ran; the target on the SGEMM fraction (encoder
+layer >= 80 %) is judged on it (meets_target), and on the unpaired one in meets_target_unpaired.
+The meta line's complete=yes marks a finished run (the CSV is rewritten after every repetition, so
+a killed run keeps its samples).
 
-Shapes (issue 13): Transformer encoder layer, pre-norm LayerNorm, B 32, T 128, d_model 256,
+Shapes: Transformer encoder layer, pre-norm LayerNorm, B 32, T 128, d_model 256,
 n_heads 8, d_ff 1024, relu, dropout 0; LSTM, GRU and RNN (tanh), B 32, T 128, input = hidden = 256,
 one layer; multi-head self-attention alone, B 8, T 512, d_model 256, n_heads 8. Modes: fwd (the
 forward of a training step: caches kept, autograd on) and fwdbwd (forward then backward of a sum
 loss; seqlab's benchmark feeds a fixed random dy, which costs the same as PyTorch's ones).
 
-Thread budgets: 1 and all cores. seqlab has one knob (OpenBLAS threads, its own loops serial).
+Thread budgets: 1 and all cores. seqlab has one knob (nthreads: OpenBLAS threads and, between
+GEMMs, its own parallel loops).
 PyTorch gets every combination of intra-op threads (torch.set_num_threads, OMP_NUM_THREADS) and
 OpenBLAS threads (OPENBLAS_NUM_THREADS) within the budget; its fastest setting per (case, mode,
 budget) is the denominator of ratio_seqlab_over_pytorch. All settings are in the CSV.
@@ -48,6 +49,25 @@ Usage: experiments/bench/compare_pytorch.py [--build-dir build/release] [--repet
 --also adds another bench_layers binary (e.g. an older build) as implementation LABEL, interleaved
 with the others: before/after comparisons in one run. Exit status: 0 done, 2 bad arguments or
 missing binary, 1 a failed run.
+
+--cells: the experiments' own training cells instead of the layers. seqlab's side is bench_cells
+(experiments/bench/bench_cells.cpp, one case Cell_<cell> per cell and thread budget; one iteration
+= one training update: zero the gradients, forward, cross-entropy, backward, clipping to norm 1,
+Adam/AdamW step, with the model from the model factory at the experiment's paper size), PyTorch's
+the model of the same shapes and parameter count written below (torch_cell_model: nn.RNN / LSTM /
+GRU with the same embedding and head, Bai et al.'s TemporalConvNet with weight norm, a pre-norm
+decoder-only Transformer with RoPE or sinusoidal positions), trained the same way. Both report the
+parameter count; a count that differs from CELLS is a failed run (exit 1). Cells: long_range_recall's
+paper copy-memory cells at length 1000 (seq_len 1020, batch 32, ~16K parameters) for rnn, lstm, gru,
+tcn and transformer_decoder; position_extrapolation's copy / rope cell (decoder d_model 128, 4 layers,
+batch 32, rows of 48-64 tokens padded to 64); attention_ablations' mqar:decoder:separate:8 cell
+(decoder d_model 64, 4 layers, 8 heads, seq_len 32, batch 64). Each (cell, budget) runs as a group,
+seqlab and PyTorch back to back (which goes first alternates), so every repetition gives a pair;
+the targets are judged on the median of the pairs' ratios. Also peak RSS per process (wait4).
+Default output results/bench/compare_pytorch_cells.csv; --modes is not used.
+Usage: experiments/bench/compare_pytorch.py --cells [--build-dir build/release] [--repetitions 5]
+       [--min-time 1.0] [--cases long_range_recall_tcn,...] [--threads 1,2] [--out FILE]
+       [--also LABEL=BENCH_CELLS_BINARY ...]
 """
 import argparse
 import json
@@ -81,7 +101,7 @@ CASES = {
 MODES = ("fwd", "fwdbwd")
 SGEMM_N = 1024
 
-# Targets of issue 13 (forward+backward, against PyTorch's fastest setting at the same budget).
+# Targets (forward+backward, against PyTorch's fastest setting at the same budget; README.md).
 TARGET_RATIO = {"encoder_layer": 0.9, "lstm": 0.8, "gru": 0.8, "rnn": 0.8, "mha": 0.5}
 TARGET_SGEMM_FRACTION = {"encoder_layer": 0.8}
 
@@ -108,6 +128,47 @@ def forward_flops(c):
 def case_flops(name, mode):
     f = forward_flops(CASES[name])
     return f if mode == "fwd" else 3.0 * f
+
+
+# --- the experiments' training cells (--cells) ----------------------------------------------------
+# cell -> the model and batch of bench_cells's case Cell_<cell> (experiments/bench/bench_cells.cpp,
+# from each experiment's configs/paper.ini and main.cpp) and its parameter count, which both sides
+# must reproduce. V vocabulary (= classes), E embedding_dim, H hidden_size, C TCN channels, L
+# layers or TCN levels, k kernel_size, D d_model, h n_heads, F d_ff, B batch, T seq_len.
+CELLS = {
+    "long_range_recall_rnn": dict(kind="rnn", V=10, E=8, H=116, B=32, T=1020, params=15866),
+    "long_range_recall_lstm": dict(kind="lstm", V=10, E=8, H=57, B=32, T=1020, params=15936),
+    "long_range_recall_gru": dict(kind="gru", V=10, E=8, H=66, B=32, T=1020, params=15798),
+    "long_range_recall_tcn": dict(kind="tcn", V=10, E=8, C=11, L=7, k=8, B=32, T=1020, params=13895),
+    "long_range_recall_transformer_decoder": dict(kind="decoder", V=10, D=28, L=2, h=2, F=56, pe="rope",
+                                                  B=32, T=1020, params=13786),
+    "position_extrapolation_copy_rope": dict(kind="decoder", V=18, D=128, L=4, h=4, F=512, pe="rope",
+                                             B=32, T=64, min_len=48, optimizer="adamw",
+                                             weight_decay=0.01, params=797970),
+    "attention_ablations_mqar_decoder_separate_8": dict(kind="decoder", V=65, D=64, L=4, h=8, F=256,
+                                                        pe="sinusoidal", B=64, T=32, params=208449),
+}
+CELL_LR, CELL_CLIP_NORM = 1e-3, 1.0  # every cell (paper.ini: lr 0.001, clip_norm 1)
+
+# Targets (per-update time, median of the paired ratios seqlab / PyTorch's fastest
+# setting at the same budget; the Transformer cell also on peak RSS, seqlab / PyTorch).
+TARGET_CELL_RATIO = {"long_range_recall_rnn": 0.35, "long_range_recall_lstm": 0.35,
+                     "long_range_recall_gru": 0.35, "long_range_recall_tcn": 0.6,
+                     "long_range_recall_transformer_decoder": 0.15,
+                     "position_extrapolation_copy_rope": 0.5,
+                     "attention_ablations_mqar_decoder_separate_8": 0.5}
+TARGET_CELL_RSS_RATIO = {"long_range_recall_transformer_decoder": 0.2}
+
+CELL_COLUMNS = ["cell", "threads", "impl", "setting", "batch", "seq_len", "n_params", "repetitions",
+                "median_ms", "min_ms", "max_ms", "cpu_ms_median", "pytorch_best_setting",
+                "ratio_seqlab_over_pytorch", "ratio_paired_median", "ratio_paired_min",
+                "ratio_paired_max", "pairs", "cpu_ratio_seqlab_over_pytorch", "peak_rss_bytes",
+                "baseline_rss_bytes", "step_rss_bytes", "peak_rss_ratio_seqlab_over_pytorch",
+                "target_ratio_max", "target_peak_rss_ratio_max", "meets_target"]
+
+
+def cell_bench_name(cell, threads):
+    return f"Cell_{cell}/nthreads:{threads}/real_time"
 
 
 # --- PyTorch worker (runs in its own process) -----------------------------------------------------
@@ -148,18 +209,184 @@ def torch_worker(args):
             y.sum().backward()  # sum loss: dL/dy = 1; parameter and input grads accumulate
         return y
 
-    step()  # warm-up (allocations, OpenBLAS buffers)
+    print(json.dumps(dict(time_steps(step, args.min_time), baseline_rss_bytes=baseline)))
+    return 0
+
+
+def torch_cell_model(c):
+    """The PyTorch model of a cell: embedding -> body -> linear head, logits [B, T, V].
+    rnn/lstm/gru: nn.RNN (tanh) / nn.LSTM / nn.GRU, one layer, batch_first.
+    tcn: Bai, Kolter & Koltun's TemporalConvNet (locuslab/TCN, TCN/tcn.py: weight-normalised
+    conv1/conv2 padded by (k-1)d and chomped, ReLU, dropout 0, 1x1 downsample when the widths
+    differ, ReLU of the residual sum), on [B, E, T].
+    decoder: a GPT block stack as seqlab's transformer_decoder (pre-norm LayerNorm, in-projection
+    Linear(D, 3D) and out-projection with biases, causal softmax attention with a key-padding
+    mask, ReLU feed-forward, final LayerNorm): RoPE on q and k (interleaved pairs, base 10000)
+    or sinusoidal positions added to the embedding."""
+    import math
+    import torch
+    nn = torch.nn
+    V, kind = c["V"], c["kind"]
+
+    class Recurrent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(V, c["E"])
+            cls = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}[kind]
+            self.body = cls(c["E"], c["H"], num_layers=1, batch_first=True)
+            self.head = nn.Linear(c["H"], V)
+
+        def forward(self, x, padding=None):
+            return self.head(self.body(self.embedding(x))[0])
+
+    class Chomp1d(nn.Module):
+        def __init__(self, chomp):
+            super().__init__()
+            self.chomp = chomp
+
+        def forward(self, x):
+            return x[:, :, :-self.chomp].contiguous()
+
+    class TemporalBlock(nn.Module):
+        def __init__(self, n_in, n_out, k, d):
+            super().__init__()
+            wn, pad = nn.utils.weight_norm, (k - 1) * d
+            self.net = nn.Sequential(
+                wn(nn.Conv1d(n_in, n_out, k, padding=pad, dilation=d)), Chomp1d(pad), nn.ReLU(),
+                nn.Dropout(0.0),
+                wn(nn.Conv1d(n_out, n_out, k, padding=pad, dilation=d)), Chomp1d(pad), nn.ReLU(),
+                nn.Dropout(0.0))
+            self.downsample = nn.Conv1d(n_in, n_out, 1) if n_in != n_out else None
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            res = x if self.downsample is None else self.downsample(x)
+            return self.relu(self.net(x) + res)
+
+    class TCN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(V, c["E"])
+            widths = [c["E"]] + [c["C"]] * c["L"]
+            self.network = nn.Sequential(*[TemporalBlock(widths[i], widths[i + 1], c["k"], 2 ** i)
+                                           for i in range(c["L"])])
+            self.head = nn.Linear(c["C"], V)
+
+        def forward(self, x, padding=None):
+            h = self.network(self.embedding(x).transpose(1, 2))
+            return self.head(h.transpose(1, 2))
+
+    D, h, T = c.get("D", 0), c.get("h", 1), c["T"]
+    hd = D // h
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(D), nn.LayerNorm(D)
+            self.in_proj = nn.Linear(D, 3 * D)
+            self.out_proj = nn.Linear(D, D)
+            self.linear1, self.linear2 = nn.Linear(D, c["F"]), nn.Linear(c["F"], D)
+
+        def forward(self, x, mask, rope):
+            B = x.shape[0]
+            q, k, v = self.in_proj(self.norm1(x)).view(B, T, 3, h, hd).permute(2, 0, 3, 1, 4)
+            if rope is not None:
+                q, k = rope(q), rope(k)
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
+            p = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+            x = x + self.out_proj((p @ v).transpose(1, 2).reshape(B, T, D))
+            return x + self.linear2(torch.relu(self.linear1(self.norm2(x))))
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(V, D)
+            self.layers = nn.ModuleList([Block() for _ in range(c["L"])])
+            self.norm = nn.LayerNorm(D)
+            self.head = nn.Linear(D, V)
+            pos = torch.arange(T, dtype=torch.float32)[:, None]
+            if c["pe"] == "rope":  # angle of pair i at position t: t / 10000^(2i / hd)
+                ang = pos / 10000.0 ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd)
+                self.register_buffer("cos", torch.cos(ang), persistent=False)
+                self.register_buffer("sin", torch.sin(ang), persistent=False)
+            else:  # sinusoidal: PE[t, 2i] = sin(t / 10000^(2i/D)), PE[t, 2i+1] = cos(...)
+                ang = pos / 10000.0 ** (torch.arange(0, D, 2, dtype=torch.float32) / D)
+                pe = torch.stack((torch.sin(ang), torch.cos(ang)), dim=-1).reshape(T, D)
+                self.register_buffer("pe", pe, persistent=False)
+            self.register_buffer("causal", torch.ones(T, T, dtype=torch.bool).triu(1), persistent=False)
+
+        def rope(self, x):  # x [B, h, T, hd]: pairs (x_2i, x_2i+1) rotated by the angle of i
+            x0, x1 = x[..., 0::2], x[..., 1::2]
+            return torch.stack((x0 * self.cos - x1 * self.sin, x0 * self.sin + x1 * self.cos),
+                               dim=-1).flatten(-2)
+
+        def forward(self, x, padding=None):
+            z = self.embedding(x)
+            if c["pe"] != "rope":
+                z = z + self.pe
+            mask = self.causal if padding is None else self.causal | padding[:, None, None, :]
+            rope = self.rope if c["pe"] == "rope" else None
+            for layer in self.layers:
+                z = layer(z, mask, rope)
+            return self.head(self.norm(z))
+
+    return {"rnn": Recurrent, "lstm": Recurrent, "gru": Recurrent, "tcn": TCN,
+            "decoder": Decoder}[kind]()
+
+
+def torch_cell_worker(args):
+    """One training update per step as bench_cells: zero_grad, forward, cross-entropy over every
+    scored position (padded positions ignored), backward, clip_grad_norm_ to 1, Adam/AdamW step."""
+    import resource
+    import torch
+    torch.set_num_threads(args.intra)
+    torch.manual_seed(0)
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if args.case == "baseline":
+        print(json.dumps({"baseline_rss_bytes": baseline}))
+        return 0
+    c = CELLS[args.case]
+    model = torch_cell_model(c)
+    model.train()
+    params = list(model.parameters())
+    B, T, V = c["B"], c["T"], c["V"]
+    x = torch.randint(V, (B, T))
+    y = torch.randint(V, (B, T))
+    padding = None
+    if "min_len" in c:  # rows of lengths in [min_len, T], right-padded (key-padding mask)
+        lengths = torch.randint(c["min_len"], T + 1, (B,))
+        padding = torch.arange(T)[None, :] >= lengths[:, None]
+        y = y.masked_fill(padding, -100)
+    opt_cls = torch.optim.AdamW if c.get("optimizer") == "adamw" else torch.optim.Adam
+    opt = opt_cls(params, lr=CELL_LR, weight_decay=c.get("weight_decay", 0.0))
+    ce = torch.nn.CrossEntropyLoss(ignore_index=-100)
+
+    def step():
+        opt.zero_grad()
+        loss = ce(model(x, padding).reshape(B * T, V), y.reshape(B * T))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, CELL_CLIP_NORM)
+        opt.step()
+
+    out = dict(time_steps(step, args.min_time), baseline_rss_bytes=baseline,
+               n_params=sum(p.numel() for p in params))
+    print(json.dumps(out))
+    return 0
+
+
+def time_steps(step, min_time):
+    """One untimed warm-up call of step (allocations, OpenBLAS buffers), then calls until at least
+    2 calls and min_time seconds: wall and CPU ms per call (CPU: all threads of the process)."""
+    step()
     iters, start, cpu_start = 0, time.perf_counter(), time.process_time()
     while True:
         step()
         iters += 1
         elapsed = time.perf_counter() - start
-        if iters >= 2 and elapsed >= args.min_time:
+        if iters >= 2 and elapsed >= min_time:
             break
-    cpu = time.process_time() - cpu_start  # all threads of the process
-    print(json.dumps({"ms": 1000.0 * elapsed / iters, "cpu_ms": 1000.0 * cpu / iters,
-                      "iterations": iters, "baseline_rss_bytes": baseline}))
-    return 0
+    cpu = time.process_time() - cpu_start
+    return {"ms": 1000.0 * elapsed / iters, "cpu_ms": 1000.0 * cpu / iters, "iterations": iters}
 
 
 # --- running processes ----------------------------------------------------------------------------
@@ -188,7 +415,9 @@ def sgemm_name(threads):
 UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
-def run_seqlab(binary, name, min_time):
+def run_benchmark(binary, name, min_time):
+    """Runs the one Google Benchmark case `name` of binary in a process of its own; returns its
+    JSON run (with the counters) and the process's peak RSS in bytes."""
     cmd = [binary, "--benchmark_filter=^" + re.escape(name) + "$", "--benchmark_format=json",
            f"--benchmark_min_time={min_time}"]
     rc, out, err, rss = run_process(cmd)
@@ -204,6 +433,11 @@ def run_seqlab(binary, name, min_time):
     r = runs[0]
     if r.get("error_occurred"):
         raise RuntimeError(f"{binary}: {name}: {r.get('error_message')}")
+    return r, rss
+
+
+def run_seqlab(binary, name, min_time):
+    r, rss = run_benchmark(binary, name, min_time)
     # cpu_time: the main thread's CPU time (all of the work when OpenBLAS has one thread).
     return r["real_time"] * UNIT_MS[r["time_unit"]], rss, None, r["cpu_time"] * UNIT_MS[r["time_unit"]]
 
@@ -241,12 +475,12 @@ def seqlab_baseline(binary):
     return rss
 
 
-def run_torch(python, case, mode, intra, blas, min_time):
+def run_torch(python, case, mode, intra, blas, min_time, cells=False):
     env = dict(os.environ)
     env["OPENBLAS_NUM_THREADS"] = str(blas)
     env["OMP_NUM_THREADS"] = str(intra)
     cmd = [python, os.path.abspath(__file__), "--worker", "--case", case, "--mode", mode,
-           "--intra", str(intra), "--min-time", str(min_time)]
+           "--intra", str(intra), "--min-time", str(min_time)] + (["--cells"] if cells else [])
     rc, out, err, rss = run_process(cmd, env)
     if rc != 0:
         raise RuntimeError(f"PyTorch worker exited {rc} on {case} {mode}: {err.strip()[-800:]}")
@@ -301,6 +535,26 @@ def fmt(v, digits=4):
     return str(v)
 
 
+def write_csv(out_path, meta, columns, rows):
+    """The meta line, the header and the rows, through a temporary file renamed when complete;
+    exit status 1 when it cannot be written."""
+    tmp = out_path + ".tmp"
+    try:
+        os.makedirs(os.path.dirname(out_path) or ".", exist_ok=True)
+        with open(tmp, "w") as f:
+            f.write("# meta: " + "; ".join(f"{k}={str(v).replace(',', ' ')}" for k, v in meta.items()) + "\n")
+            f.write(",".join(columns) + "\n")
+            for r in rows:
+                f.write(",".join(fmt(r[c]) if isinstance(r[c], float) else ("" if r[c] is None else str(r[c]))
+                                 for c in columns) + "\n")
+        os.replace(tmp, out_path)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        print(f"compare_pytorch: cannot write {out_path}: {e}", file=sys.stderr)
+        raise SystemExit(1)
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -308,15 +562,22 @@ def parse_args(argv):
                    help="CMake build dir holding experiments/bench_layers (relative to the repo root)")
     p.add_argument("--repetitions", type=int, default=5, help="processes per setting (>= 1)")
     p.add_argument("--min-time", type=float, default=1.0, help="seconds timed per process (> 0)")
-    p.add_argument("--cases", default=",".join(CASES), help="comma list of " + ", ".join(CASES))
-    p.add_argument("--modes", default=",".join(MODES), help="comma list of fwd, fwdbwd")
+    p.add_argument("--cells", action="store_true",
+                   help="the experiments' training cells (bench_cells, one update per iteration) "
+                        "instead of the layers")
+    p.add_argument("--cases", default=None,
+                   help="comma list of " + ", ".join(CASES) + "; with --cells of " + ", ".join(CELLS)
+                        + " (default: all)")
+    p.add_argument("--modes", default=None, help="comma list of fwd, fwdbwd (default both; not with --cells)")
     p.add_argument("--threads", default=None, help="comma list of thread budgets (default 1,cores)")
-    p.add_argument("--out", default="results/bench/compare_pytorch.csv")
+    p.add_argument("--out", default=None, help="default results/bench/compare_pytorch.csv; with "
+                                               "--cells results/bench/compare_pytorch_cells.csv")
     p.add_argument("--torch-python", default=sys.executable,
                    help="interpreter that runs the PyTorch workers (Debian's /usr/bin/python3)")
     p.add_argument("--no-torch", action="store_true", help="skip PyTorch (seqlab half only)")
     p.add_argument("--also", action="append", default=[], metavar="LABEL=BINARY",
-                   help="another bench_layers binary to run as implementation LABEL")
+                   help="another bench_layers (with --cells: bench_cells) binary to run as "
+                        "implementation LABEL")
     p.add_argument("--prune", type=float, default=3.0,
                    help="after the first repetition, drop PyTorch settings slower than FACTOR x the "
                         "fastest PyTorch setting of the same case, mode and budget (0: keep all)")
@@ -337,13 +598,16 @@ def fail_arg(key, value, allowed):
 def main(argv):
     args = parse_args(argv)
     if args.worker:
-        return torch_worker(args)
+        return torch_cell_worker(args) if args.cells else torch_worker(args)
 
-    cases = [c for c in args.cases.split(",") if c]
+    table = CELLS if args.cells else CASES
+    cases = [c for c in (args.cases if args.cases is not None else ",".join(table)).split(",") if c]
     for c in cases:
-        if c not in CASES:
-            fail_arg("--cases", c, ", ".join(CASES))
-    modes = [m for m in args.modes.split(",") if m]
+        if c not in table:
+            fail_arg("--cases", c, ", ".join(table))
+    if args.cells and args.modes is not None:
+        fail_arg("--modes", args.modes, "no --modes with --cells (one iteration is one training update)")
+    modes = [] if args.cells else [m for m in (args.modes if args.modes is not None else ",".join(MODES)).split(",") if m]
     for m in modes:
         if m not in MODES:
             fail_arg("--modes", m, "fwd, fwdbwd")
@@ -364,12 +628,13 @@ def main(argv):
     if not args.prune >= 0:
         fail_arg("--prune", args.prune, "factor >= 0 (0 keeps every setting)")
 
+    bench = "bench_cells" if args.cells else "bench_layers"
     build_dir = args.build_dir if os.path.isabs(args.build_dir) else os.path.join(ROOT, args.build_dir)
-    binaries = [("seqlab", os.path.join(build_dir, "experiments", "bench_layers"))]
+    binaries = [("seqlab", os.path.join(build_dir, "experiments", bench))]
     for a in args.also:
         label, sep, path = a.partition("=")
         if not sep or not path:
-            fail_arg("--also", a, "LABEL=PATH_TO_bench_layers")
+            fail_arg("--also", a, f"LABEL=PATH_TO_{bench}")
         if (not re.fullmatch(r"[A-Za-z0-9_.-]+", label) or label in ("seqlab", "pytorch")
                 or label in (b[0] for b in binaries)):
             fail_arg("--also", a, "a LABEL of letters, digits, _ . - other than seqlab, pytorch "
@@ -379,26 +644,31 @@ def main(argv):
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             if label == "seqlab":
                 print(f"compare_pytorch: --build-dir = {args.build_dir!r}: {path} not found; build it with\n"
-                      f"  cmake --build {build_dir} --target bench_layers", file=sys.stderr)
+                      f"  cmake --build {build_dir} --target {bench}", file=sys.stderr)
                 return 2
-            fail_arg("--also", f"{label}={path}", "the path of an executable bench_layers file")
+            fail_arg("--also", f"{label}={path}", f"the path of an executable {bench} file")
     # Every case this run needs, in every binary, before anything runs: a binary that is not
-    # bench_layers, or a thread budget bench_layers has no cases for, is a bad argument.
+    # bench_layers (bench_cells), or a thread budget it has no cases for, is a bad argument.
     for label, path in binaries:
         listed = listed_benchmarks(path)
         key, value = ("--build-dir", args.build_dir) if label == "seqlab" else ("--also", f"{label}={path}")
         if listed is None:
-            fail_arg(key, value, "a bench_layers binary (this one lists no Google Benchmark cases)")
+            fail_arg(key, value, f"a {bench} binary (this one lists no Google Benchmark cases)")
         for t in budgets:
-            needed = [sgemm_name(t)] + [bench_name(c, m, t) for c in cases for m in modes]
+            if args.cells:
+                needed = [cell_bench_name(c, t) for c in cases]
+            else:
+                needed = [sgemm_name(t)] + [bench_name(c, m, t) for c in cases for m in modes]
             if any(n not in listed for n in needed):
                 have = sorted({int(m.group(1)) for m in (re.search(r"/nthreads:(\d+)/", n) for n in listed) if m})
-                if sgemm_name(t) not in listed and have:
-                    fail_arg("--threads", t, f"a budget {label}'s bench_layers has cases for: "
+                if t not in have and have:
+                    fail_arg("--threads", t, f"a budget {label}'s {bench} has cases for: "
                                              + ", ".join(map(str, have)))
                 missing = next(n for n in needed if n not in listed)
-                fail_arg(key, value, f"a bench_layers binary with the case {missing}")
-    out_path = args.out if os.path.isabs(args.out) else os.path.join(ROOT, args.out)
+                fail_arg(key, value, f"a {bench} binary with the case {missing}")
+    out = args.out or ("results/bench/compare_pytorch_cells.csv" if args.cells
+                       else "results/bench/compare_pytorch.csv")
+    out_path = out if os.path.isabs(out) else os.path.join(ROOT, out)
     # The output path, before anything runs: a directory we can create and write into, a file name.
     try:
         if os.path.isdir(out_path) or out_path.endswith(os.sep) or not os.path.basename(out_path):
@@ -408,15 +678,17 @@ def main(argv):
             pass
         os.remove(out_path + ".tmp")
     except (NotADirectoryError, FileExistsError):
-        fail_arg("--out", args.out, "a writable file path (a parent of it is a file, not a directory)")
+        fail_arg("--out", out, "a writable file path (a parent of it is a file, not a directory)")
     except OSError as e:
-        fail_arg("--out", args.out, f"a writable file path ({getattr(e, 'strerror', None) or e})")
+        fail_arg("--out", out, f"a writable file path ({getattr(e, 'strerror', None) or e})")
 
     tv = None if args.no_torch else torch_version(args.torch_python)
     have_torch = tv is not None
     log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
     if not have_torch:
         log("compare_pytorch: torch is absent (or --no-torch): writing the seqlab half only")
+    if args.cells:
+        return run_cells(args, cases, budgets, binaries, out_path, tv, log, cores)
 
     # Every setting: (case, mode, threads, impl, setting label, runner).
     settings = []
@@ -535,21 +807,7 @@ def main(argv):
                                      "layer's rate over the rate of the SGEMM process next to it)",
             "flops": "analytic GEMM FLOPs as bench_layers (fwdbwd = 3 x fwd)",
         }
-        tmp = out_path + ".tmp"
-        try:
-            os.makedirs(os.path.dirname(out_path) or ".", exist_ok=True)
-            with open(tmp, "w") as f:
-                f.write("# meta: " + "; ".join(f"{k}={str(v).replace(',', ' ')}" for k, v in meta.items()) + "\n")
-                f.write(",".join(COLUMNS) + "\n")
-                for r in rows:
-                    f.write(",".join(fmt(r[c]) if isinstance(r[c], float) else ("" if r[c] is None else str(r[c]))
-                                     for c in COLUMNS) + "\n")
-            os.replace(tmp, out_path)
-        except OSError as e:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            print(f"compare_pytorch: cannot write {out_path}: {e}", file=sys.stderr)
-            raise SystemExit(1)
+        write_csv(out_path, meta, COLUMNS, rows)
         log(f"compare_pytorch: wrote {out_path}")
         if final:
             print(summary_table(rows, have_torch))
@@ -582,6 +840,180 @@ def main(argv):
     return 0
 
 
+
+
+def run_cell_seqlab(binary, cell, threads, min_time):
+    """One process of bench_cells on Cell_<cell>; checks that it built the cell's sizes."""
+    name = cell_bench_name(cell, threads)
+    r, rss = run_benchmark(binary, name, min_time)
+    c = CELLS[cell]
+    for counter, want in (("n_params", c["params"]), ("batch", c["B"]), ("seq_len", c["T"])):
+        if round(r.get(counter, -1)) != want:
+            raise RuntimeError(f"{binary}: {name} reports {counter} = {r.get(counter)}, this script's "
+                               f"PyTorch model has {want}: the two do not build the same cell")
+    return {"ms": r["real_time"] * UNIT_MS[r["time_unit"]], "cpu_ms": r["cpu_time"] * UNIT_MS[r["time_unit"]],
+            "rss": rss, "baseline": None}
+
+
+def run_cell_torch(python, cell, intra, blas, min_time):
+    r, rss = run_torch(python, cell, "update", intra, blas, min_time, cells=True)
+    if r.get("n_params") != CELLS[cell]["params"]:
+        raise RuntimeError(f"the PyTorch model of {cell} has {r.get('n_params')} parameters, the cell "
+                           f"{CELLS[cell]['params']}")
+    return {"ms": r["ms"], "cpu_ms": r["cpu_ms"], "rss": rss, "baseline": r["baseline_rss_bytes"]}
+
+
+def run_cells(args, cells, budgets, binaries, out_path, tv, log, cores):
+    """--cells: per-update time and peak RSS of every (cell, budget), seqlab's bench_cells (and
+    --also binaries) against the PyTorch model of the same shapes (torch_cell_model) at every
+    torch_settings of the budget. Each (cell, budget) is a group run back to back in every
+    repetition (seqlab first in even repetitions, PyTorch first in odd ones; the groups' order
+    rotates), so that a seqlab sample and the PyTorch samples of its repetition form a pair taken
+    at the same moment; the paired ratio (median and range over the pairs) is the one the targets
+    are judged on. Writes the CSV after every repetition (CELL_COLUMNS, README.md)."""
+    have_torch = tv is not None
+    groups = {}  # (cell, t) -> [(impl, setting, runner)]
+    for cell in cells:
+        for t in budgets:
+            g = [(label, f"blas={t}", lambda path=path, cell=cell, t=t: run_cell_seqlab(path, cell, t, args.min_time))
+                 for label, path in binaries]
+            if have_torch:
+                g += [("pytorch", f"intra={intra} blas={blas}",
+                       lambda cell=cell, intra=intra, blas=blas:
+                       run_cell_torch(args.torch_python, cell, intra, blas, args.min_time))
+                      for intra, blas in torch_settings(t)]
+            groups[(cell, t)] = g
+    samples, cpu, rss, base = {}, {}, {}, {}  # key -> {rep: ms}, {rep: cpu ms}, max peak, baseline
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    load_start = os.getloadavg()
+    t0 = time.time()
+    seqlab_base = {label: statistics.median(seqlab_baseline(path) for _ in range(3))
+                   for label, path in binaries}
+
+    def write_out(final):
+        med = {k: statistics.median(v.values()) for k, v in samples.items()}
+        best = {}  # (cell, t) -> PyTorch's fastest setting's key
+        for k, m in med.items():
+            if k[2] == "pytorch" and (k[:2] not in best or m < med[best[k[:2]]]):
+                best[k[:2]] = k
+        rows = []
+        for key, v in samples.items():
+            cell, t, impl, setting = key
+            c = CELLS[cell]
+            bk = best.get((cell, t))
+            seq = impl != "pytorch"
+            ratio = med[key] / med[bk] if (seq and bk) else None
+            paired = sorted(v[r] / samples[bk][r] for r in v if r in samples[bk]) if (seq and bk) else []
+            pr = statistics.median(paired) if paired else None
+            cpu_med = statistics.median(cpu[key].values())
+            b = base.get(key, seqlab_base.get(impl))
+            rss_ratio = rss[key] / rss[bk] if (seq and bk) else None
+            tr = TARGET_CELL_RATIO.get(cell) if seq else None
+            tm = TARGET_CELL_RSS_RATIO.get(cell) if seq else None
+            meets = ""
+            if tr is not None and pr is not None:
+                meets = "yes" if pr <= tr and (tm is None or rss_ratio <= tm) else "no"
+            rows.append({
+                "cell": cell, "threads": t, "impl": impl, "setting": setting, "batch": c["B"],
+                "seq_len": c["T"], "n_params": c["params"], "repetitions": len(v),
+                "median_ms": med[key], "min_ms": min(v.values()), "max_ms": max(v.values()),
+                "cpu_ms_median": cpu_med if t == 1 else None,
+                "pytorch_best_setting": bk[3] if (seq and bk) else "",
+                "ratio_seqlab_over_pytorch": ratio, "ratio_paired_median": pr,
+                "ratio_paired_min": min(paired) if paired else None,
+                "ratio_paired_max": max(paired) if paired else None, "pairs": len(paired) if seq else None,
+                "cpu_ratio_seqlab_over_pytorch": (cpu_med / statistics.median(cpu[bk].values()))
+                if (seq and bk and t == 1) else None,
+                "peak_rss_bytes": rss[key], "baseline_rss_bytes": b,
+                "step_rss_bytes": rss[key] - b if b is not None else None,
+                "peak_rss_ratio_seqlab_over_pytorch": rss_ratio,
+                "target_ratio_max": tr, "target_peak_rss_ratio_max": tm, "meets_target": meets,
+            })
+        meta = {
+            "experiment": "compare_pytorch --cells", "utc_start": started,
+            "utc_end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "host": socket.gethostname(), "cpu": cpu_model(), "cores": cores,
+            "loadavg_start": "/".join(f"{x:.1f}" for x in load_start),
+            "loadavg_end": "/".join(f"{x:.1f}" for x in os.getloadavg()),
+            "torch_version": tv if have_torch else "absent",
+            "torch_python": args.torch_python if have_torch else "",
+            "repetitions": args.repetitions,
+            "repetitions_done": max((len(v) for v in samples.values()), default=0),
+            "complete": "yes" if final else "no (the run stopped or is still running after repetitions_done)",
+            "min_time_s": args.min_time, "prune_factor": args.prune,
+            "binaries": " ".join(f"{l}={p}" for l, p in binaries),
+            "update": "zero_grad + forward + cross-entropy + backward + clip_grad_norm 1 + Adam/AdamW step",
+            "target": "judged on ratio_paired_median (and peak_rss_ratio where a target is set)",
+        }
+        write_csv(out_path, meta, CELL_COLUMNS, rows)
+        log(f"compare_pytorch: wrote {out_path}")
+        if final:
+            print(cells_summary_table(rows, have_torch))
+
+    order = list(groups)
+    for rep in range(args.repetitions):
+        if rep == 1 and args.prune > 0:  # PyTorch settings far slower than their group's fastest
+            for g, sets in groups.items():
+                first = {st: samples[(*g, impl, st)][0] for impl, st, _ in sets if impl == "pytorch"}
+                if len(first) > 1:
+                    fastest = min(first.values())
+                    groups[g] = [x for x in sets if x[0] != "pytorch" or first[x[1]] <= args.prune * fastest]
+        k = rep % len(order)
+        for g in order[k:] + order[:k]:
+            sets = groups[g] if rep % 2 == 0 else groups[g][::-1]
+            for impl, setting, runner in sets:
+                key = (*g, impl, setting)
+                try:
+                    res = runner()
+                except (RuntimeError, ValueError, KeyError, json.JSONDecodeError) as e:
+                    print(f"compare_pytorch: {g[0]} threads={g[1]} {impl} {setting}: {e}", file=sys.stderr)
+                    return 1
+                samples.setdefault(key, {})[rep] = res["ms"]
+                cpu.setdefault(key, {})[rep] = res["cpu_ms"]
+                rss[key] = max(rss.get(key, 0), res["rss"])
+                if res["baseline"] is not None:
+                    base[key] = res["baseline"]
+                log(f"[rep {rep + 1}/{args.repetitions} {time.time() - t0:6.0f} s] {g[0]} threads={g[1]} "
+                    f"{impl} {setting}: {res['ms']:.1f} ms, peak RSS {res['rss'] / 2**20:.0f} MiB")
+        if rep + 1 < args.repetitions:
+            write_out(False)
+    write_out(True)
+    return 0
+
+
+def cells_summary_table(rows, have_torch):
+    """Markdown table: every seqlab-like row beside PyTorch's fastest setting of its group."""
+    mib = lambda v: "" if v is None else f"{v / 2**20:.0f}"
+    torch_rows = {}
+    for r in rows:
+        if r["impl"] == "pytorch":
+            k = (r["cell"], r["threads"])
+            if k not in torch_rows or r["median_ms"] < torch_rows[k]["median_ms"]:
+                torch_rows[k] = r
+    lines = ["| cell | threads | impl | params | median ms (min-max) | PyTorch best ms (setting) | "
+             "ratio, paired median (min-max) | CPU-time ratio | peak RSS MiB (PyTorch) | target |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r["impl"] == "pytorch":
+            continue
+        tb = torch_rows.get((r["cell"], r["threads"]))
+        tgt = ""
+        if r["target_ratio_max"] is not None:
+            tgt = f"<= {r['target_ratio_max']}"
+            if r["target_peak_rss_ratio_max"] is not None:
+                tgt += f", RSS <= {r['target_peak_rss_ratio_max']}x"
+            tgt += f": {r['meets_target'] or 'n/a'}"
+        ratio = (f"{r['ratio_paired_median']:.2f} ({r['ratio_paired_min']:.2f}-{r['ratio_paired_max']:.2f}, "
+                 f"{r['pairs']} pairs)" if r["ratio_paired_median"] is not None else "n/a")
+        lines.append(
+            f"| {r['cell']} | {r['threads']} | {r['impl']} | {r['n_params']:,} | "
+            f"{r['median_ms']:.1f} ({r['min_ms']:.1f}-{r['max_ms']:.1f}) | "
+            + (f"{tb['median_ms']:.1f} ({tb['setting']})" if tb else "n/a") + f" | {ratio} | "
+            + (f"{r['cpu_ratio_seqlab_over_pytorch']:.2f}" if r["cpu_ratio_seqlab_over_pytorch"] is not None else "")
+            + f" | {mib(r['peak_rss_bytes'])} ({mib(tb['peak_rss_bytes']) if tb else 'n/a'}) | {tgt} |")
+    if not have_torch:
+        lines.append("\nPyTorch: absent (seqlab half only).")
+    return "\n".join(lines)
 
 
 def summary_table(rows, have_torch):

@@ -2,10 +2,23 @@
 #include "stack.hpp"
 
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 namespace parallel_speedup {
 
 using seqlab::Tensor3;
+
+namespace {
+
+/// Sets attn's kernel from an attention_kernel value (seqlab::parse_attention_kernel's names).
+void set_kernel_or_throw(seqlab::MultiheadAttention& attn, const std::string& kernel) {
+  if (!kernel_available(kernel))
+    throw std::invalid_argument("attention_kernel '" + kernel + "': expected auto, fused or materialised");
+  attn.set_kernel(seqlab::parse_attention_kernel(kernel));
+}
+
+}  // namespace
 
 const std::vector<std::string>& family_names() {
   static const std::vector<std::string> names = {"self_attention", "transformer_encoder",
@@ -33,6 +46,15 @@ std::size_t StackConfig::gates() const {
   return 0;
 }
 std::size_t StackConfig::output_size() const { return is_attention() ? d_model : hidden_size; }
+
+bool kernel_available(const std::string& kernel) {
+  if (kernel == "materialised") return true;
+  return kernel == "fused" || kernel == "auto";
+}
+
+bool decodes(const std::string& model) {
+  return model == "transformer_decoder" || model == "rnn" || model == "lstm" || model == "gru";
+}
 
 seqlab::ModelConfig model_config(const StackConfig& cfg) {
   if (cfg.model == "self_attention")
@@ -87,15 +109,27 @@ double forward_flops(const StackConfig& c, double B, double T) {
   return f;
 }
 
-double activation_bytes(const StackConfig& c, double B, double T) {
+double decode_step_flops(const StackConfig& c, double n) {
+  if (!decodes(c.model)) throw std::invalid_argument("decode_step_flops: " + c.model + " does not decode");
   const double D = static_cast<double>(c.d_model), H = static_cast<double>(c.hidden_size);
   const double L = static_cast<double>(c.num_layers);
+  if (c.is_transformer())
+    return L * (8.0 * D * D + 4.0 * D * static_cast<double>(c.d_ff) + 4.0 * (n + 1.0) * D);
+  const double G = static_cast<double>(c.gates()) * H;
+  return 2.0 * G * (D + H) + (L - 1.0) * 2.0 * G * (2.0 * H);
+}
+
+double activation_bytes(const StackConfig& c, double B, double T, bool fused) {
+  const double D = static_cast<double>(c.d_model), H = static_cast<double>(c.hidden_size);
+  const double L = static_cast<double>(c.num_layers);
+  // The attention's softmax state: P [B, h, T, T] or the fused kernel's L [B, h, T].
+  const double S = static_cast<double>(c.n_heads) * B * T * (fused ? 1.0 : T);
   double floats = 0.0;
   if (c.model == "self_attention") {
-    floats = L * (5.0 * B * T * D + static_cast<double>(c.n_heads) * B * T * T);
+    floats = L * (5.0 * B * T * D + S);
   } else if (c.is_transformer()) {
-    const double F = static_cast<double>(c.d_ff), h = static_cast<double>(c.n_heads);
-    floats = L * (8.0 * B * T * D + B * T * F + B * h * T * T + 2.0 * B * T);
+    const double F = static_cast<double>(c.d_ff);
+    floats = L * (8.0 * B * T * D + B * T * F + S + 2.0 * B * T);
   } else if (c.is_recurrent()) {
     const double G = static_cast<double>(c.gates()) * H;
     floats = T * B * D + L * (T + 1.0) * B * H;
@@ -110,10 +144,12 @@ double activation_bytes(const StackConfig& c, double B, double T) {
     const double k = static_cast<double>(c.kernel_size);
     for (std::size_t i = 0; i < c.tcn_levels; ++i) {
       const double cin = i == 0 ? D : H;
-      floats += B * T * cin + H * k * cin;   // conv1: input copy, packed weight
-      floats += 3.0 * B * T * H;             // a1, a2, s
-      floats += B * T * H + H * k * H;       // conv2: input copy, packed weight
-      if (cin != H) floats += B * T * cin + H * cin;  // downsample: input copy, packed weight
+      // Each convolution keeps its input and its weights packed twice (W̃ for the forward, W̃q
+      // for the backward: nn/conv1d.hpp).
+      floats += B * T * cin + 2.0 * H * k * cin;  // conv1
+      floats += 3.0 * B * T * H;                  // a1, a2, s
+      floats += B * T * H + 2.0 * H * k * H;      // conv2
+      if (cin != H) floats += B * T * cin + 2.0 * H * cin;  // downsample (kernel 1)
     }
   }
   return 4.0 * floats;
@@ -123,6 +159,7 @@ LayerStack::LayerStack(const StackConfig& cfg, seqlab::Rng& rng) : cfg_(cfg) {
   if (cfg.model == "self_attention") {
     for (std::size_t l = 0; l < cfg.num_layers; ++l)
       attentions_.push_back(std::make_unique<seqlab::MultiheadAttention>(cfg.d_model, cfg.n_heads, rng));
+    set_attention_kernel(cfg.attention_kernel);
   } else if (cfg.is_transformer()) {
     seqlab::TransformerLayerConfig lc;
     lc.d_model = cfg.d_model;
@@ -134,13 +171,9 @@ LayerStack::LayerStack(const StackConfig& cfg, seqlab::Rng& rng) : cfg_(cfg) {
     lc.norm_placement = cfg.norm_placement;
     for (std::size_t l = 0; l < cfg.num_layers; ++l) {
       lc.seed = rng.next_u64();
-      if (cfg.model == "transformer_encoder") {
-        encoders_.push_back(std::make_unique<seqlab::TransformerEncoderLayer>(lc, rng));
-      } else {
-        decoders_.push_back(
-            std::make_unique<seqlab::TransformerDecoderLayer>(lc, rng, /*cross_attention=*/false));
-      }
+      encoders_.push_back(std::make_unique<seqlab::TransformerEncoderLayer>(lc, rng));
     }
+    set_attention_kernel(cfg.attention_kernel);
   } else if (cfg.model == "rnn") {
     rnn_ = std::make_unique<seqlab::RNN>(cfg.d_model, cfg.hidden_size, cfg.num_layers, rng);
   } else if (cfg.model == "lstm") {
@@ -164,16 +197,10 @@ Tensor3 LayerStack::forward(const Tensor3& x) {
     return h;
   }
   if (!encoders_.empty()) {
-    const seqlab::AttentionMask mask{};  // bidirectional
+    seqlab::AttentionMask mask;
+    mask.causal = cfg_.model == "transformer_decoder";  // encoder: bidirectional
     Tensor3 h = encoders_[0]->forward(x, mask);
     for (std::size_t l = 1; l < encoders_.size(); ++l) h = encoders_[l]->forward(h, mask);
-    return h;
-  }
-  if (!decoders_.empty()) {
-    seqlab::AttentionMask mask;
-    mask.causal = true;
-    Tensor3 h = decoders_[0]->forward(x, nullptr, mask);
-    for (std::size_t l = 1; l < decoders_.size(); ++l) h = decoders_[l]->forward(h, nullptr, mask);
     return h;
   }
   if (rnn_) return rnn_->forward(x);
@@ -193,11 +220,6 @@ Tensor3 LayerStack::backward(const Tensor3& dy) {
     for (std::size_t l = encoders_.size() - 1; l-- > 0;) g = encoders_[l]->backward(g);
     return g;
   }
-  if (!decoders_.empty()) {
-    Tensor3 g = decoders_.back()->backward(dy);
-    for (std::size_t l = decoders_.size() - 1; l-- > 0;) g = decoders_[l]->backward(g);
-    return g;
-  }
   if (rnn_) return rnn_->backward(dy);
   if (lstm_) return lstm_->backward(dy);
   if (gru_) return gru_->backward(dy);
@@ -208,7 +230,6 @@ std::size_t LayerStack::num_parameters() {
   std::size_t n = 0;
   for (auto& l : attentions_) n += l->num_parameters();
   for (auto& l : encoders_) n += l->num_parameters();
-  for (auto& l : decoders_) n += l->num_parameters();
   if (rnn_) n += rnn_->num_parameters();
   if (lstm_) n += lstm_->num_parameters();
   if (gru_) n += gru_->num_parameters();
@@ -219,11 +240,56 @@ std::size_t LayerStack::num_parameters() {
 std::size_t LayerStack::sequential_steps(std::size_t seq_len) const {
   if (!attentions_.empty()) return attentions_.size();
   if (!encoders_.empty()) return encoders_.size();
-  if (!decoders_.empty()) return decoders_.size();
   if (rnn_) return rnn_->num_layers() * seq_len;
   if (lstm_) return lstm_->num_layers() * seq_len;
   if (gru_) return gru_->num_layers() * seq_len;
   return 2 * tcn_->num_levels();
+}
+
+Tensor3 LayerStack::decode(const Tensor3& x) {
+  if (!decodes(cfg_.model))
+    throw std::logic_error("LayerStack.decode: " + cfg_.model + " does not decode incrementally");
+  Tensor3 y;
+  if (!encoders_.empty()) {
+    caches_.resize(encoders_.size());
+    y = x;
+    for (std::size_t l = 0; l < encoders_.size(); ++l) y = seqlab::encoder_layer_step(*encoders_[l], y, caches_[l]);
+  } else if (lstm_) {
+    y = lstm_->forward(x, decoded_ > 0 ? &lstm_state_ : nullptr);
+    lstm_state_ = lstm_->final_state();
+  } else {
+    const Tensor3* h0 = decoded_ > 0 ? &h_state_ : nullptr;
+    y = rnn_ ? rnn_->forward(x, h0) : gru_->forward(x, h0);
+    h_state_ = rnn_ ? rnn_->final_state() : gru_->final_state();
+  }
+  decoded_ += x.shape()[1];
+  return y;
+}
+
+void LayerStack::rewind_decode(std::size_t n) {
+  if (n > decoded_)
+    throw std::out_of_range("LayerStack.rewind_decode: n = " + std::to_string(n) + " exceeds the " +
+                            std::to_string(decoded_) + " positions decoded");
+  for (auto& c : caches_) c.truncate(n);
+  decoded_ = n;
+}
+
+void LayerStack::reset_decode() {
+  for (auto& c : caches_) c.clear();
+  decoded_ = 0;
+}
+
+void LayerStack::set_attention_kernel(const std::string& kernel) {
+  for (auto& a : attentions_) set_kernel_or_throw(*a, kernel);
+  for (auto& e : encoders_) set_kernel_or_throw(e->self_attn, kernel);
+  cfg_.attention_kernel = kernel;
+}
+
+bool LayerStack::uses_fused(std::size_t T) const {
+  const bool causal = cfg_.model == "transformer_decoder";
+  if (!attentions_.empty()) return attentions_.front()->uses_fused(T, T, causal);
+  if (!encoders_.empty()) return encoders_.front()->self_attn.uses_fused(T, T, causal);
+  return false;
 }
 
 }  // namespace parallel_speedup

@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -13,7 +14,7 @@
 namespace parallel_speedup {
 namespace {
 
-/// Keeps the iteration runs (one per repetition) of every benchmark by name; prints nothing.
+/// Keeps the iteration run(s) of every benchmark by name; prints nothing.
 class CaptureReporter : public benchmark::BenchmarkReporter {
  public:
   bool ReportContext(const Context&) override { return true; }
@@ -55,36 +56,51 @@ double median_of(std::vector<double> v) {
 
 std::vector<Timing> run_benchmarks(const std::vector<BenchCase>& cases, const TimingOptions& opt) {
   initialise_once();
-  benchmark::ClearRegisteredBenchmarks();
-  for (const BenchCase& c : cases) {
-    auto fn = c.fn;
-    benchmark::RegisterBenchmark(c.name.c_str(), [fn](benchmark::State& s) { fn(s); })
-        ->Repetitions(opt.repetitions)
-        ->MinTime(opt.min_time_s)
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
+  std::vector<Timing> out(cases.size());
+  std::vector<std::int64_t> iterations(cases.size(), 0);
+  for (int round = 0; round < opt.repetitions; ++round) {
+    benchmark::ClearRegisteredBenchmarks();
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      auto fn = cases[i].fn;
+      auto* b = benchmark::RegisterBenchmark(cases[i].name.c_str(), [fn](benchmark::State& s) { fn(s); })
+                    ->Repetitions(1)
+                    ->UseRealTime()
+                    ->Unit(benchmark::kMillisecond);
+      if (round == 0) {
+        b->MinTime(opt.min_time_s);  // Google Benchmark chooses the iteration count
+      } else {
+        b->Iterations(iterations[i]);  // the same count in every later round
+      }
+    }
+    CaptureReporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    benchmark::ClearRegisteredBenchmarks();
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const std::string& name = cases[i].name;
+      const auto err = reporter.errors.find(name);
+      if (err != reporter.errors.end())
+        throw std::runtime_error("benchmark " + name + " failed: " + err->second);
+      const auto it = reporter.per_iteration_s.find(name);
+      if (it == reporter.per_iteration_s.end() || it->second.empty())
+        throw std::runtime_error("benchmark " + name + " produced no timed run");
+      out[i].round_s.push_back(it->second.back());
+      if (round == 0) iterations[i] = reporter.iterations[name];
+    }
   }
-  CaptureReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::ClearRegisteredBenchmarks();
-
-  std::vector<Timing> out;
-  for (const BenchCase& c : cases) {
-    const auto err = reporter.errors.find(c.name);
-    if (err != reporter.errors.end())
-      throw std::runtime_error("benchmark " + c.name + " failed: " + err->second);
-    const auto it = reporter.per_iteration_s.find(c.name);
-    if (it == reporter.per_iteration_s.end() || it->second.empty())
-      throw std::runtime_error("benchmark " + c.name + " produced no timed repetition");
-    Timing t;
-    t.median_s = median_of(it->second);
-    t.min_s = *std::min_element(it->second.begin(), it->second.end());
-    t.max_s = *std::max_element(it->second.begin(), it->second.end());
-    t.iterations = reporter.iterations[c.name];
-    t.repetitions = static_cast<int>(it->second.size());
-    out.push_back(t);
-  }
+  for (std::size_t i = 0; i < cases.size(); ++i) finish_timing(out[i], iterations[i]);
   return out;
+}
+
+void finish_timing(Timing& t, std::int64_t iterations) {
+  std::vector<double> known;
+  for (double v : t.round_s)
+    if (std::isfinite(v)) known.push_back(v);
+  if (known.empty()) known.push_back(std::nan(""));
+  t.median_s = median_of(known);
+  t.min_s = *std::min_element(known.begin(), known.end());
+  t.max_s = *std::max_element(known.begin(), known.end());
+  t.iterations = iterations;
+  t.repetitions = static_cast<int>(t.round_s.size());
 }
 
 ThreadBudget::ThreadBudget(int n) : previous_(seqlab::num_threads()) { seqlab::set_num_threads(n); }

@@ -1,9 +1,17 @@
 #pragma once
 // Timing through Google Benchmark (1.7.1), driven from the experiment's grid: cases are registered
 // with benchmark::RegisterBenchmark, run with benchmark::RunSpecifiedBenchmarks and a reporter
-// that captures every repetition instead of printing, then cleared, so one process can run many
-// points one after another. Real (wall-clock) time, since OpenBLAS runs its own threads
+// that captures the runs instead of printing, then cleared, so one process can run many points one
+// after another. Real (wall-clock) time, since OpenBLAS runs its own threads
 // (shared/notes/pitfalls.md, "Google Benchmark"). Plus the memory probes of the experiment.
+//
+// Interleaved rounds: the repetitions of the cases of one point are not run back to back (GB's
+// Repetitions) but in rounds, every case once per round, in order: round 0 lets Google Benchmark
+// choose each case's iteration count (the fewest iterations lasting min_time_s, × 1.4, GB's
+// rule), rounds 1 .. repetitions−1 run exactly that many iterations. A drift of the machine's
+// speed (frequency, another process) then affects the cases of a round alike, so ratios of two
+// cases of the same round (a speedup: 1 thread against N) are paired, and their spread over the
+// rounds is the interval the plots report.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -22,36 +30,44 @@ struct BenchCase {
 };
 
 struct TimingOptions {
-  int repetitions = 3;      // Google Benchmark repetitions (independent timed runs), >= 1
-  double min_time_s = 0.05; // minimum time of each repetition, seconds (Benchmark::MinTime)
+  int repetitions = 3;      // rounds (file comment), >= 1
+  double min_time_s = 0.05; // minimum time of round 0's run of each case, seconds (Benchmark::MinTime)
 };
 
-/// Seconds per iteration of one case: median, minimum and maximum over the repetitions (each
-/// repetition's real time divided by its iterations), and the iterations of one repetition.
+/// Seconds per iteration of one case in every round (round order), their median, minimum and
+/// maximum, and the iterations of one round.
 struct Timing {
+  std::vector<double> round_s;
   double median_s = 0, min_s = 0, max_s = 0;
   std::int64_t iterations = 0;
   int repetitions = 0;
 };
 
-/// Runs every case (in order) with UseRealTime, the given repetitions and min time, and returns
-/// their timings in the same order. Initialises Google Benchmark on the first call. Throws
+/// Fills t's median, minimum and maximum from the finite values of t.round_s (all NaN when none),
+/// its repetitions (the rounds, every value of round_s) and iterations (per round).
+void finish_timing(Timing& t, std::int64_t iterations);
+
+/// Runs every case in interleaved rounds (file comment) with UseRealTime and returns their
+/// timings in the order of `cases`. Initialises Google Benchmark on the first call. Throws
 /// std::runtime_error naming the case if one skipped with an error (State::SkipWithError) or
-/// produced no repetition.
+/// produced no run.
 std::vector<Timing> run_benchmarks(const std::vector<BenchCase>& cases, const TimingOptions& opt);
 
 /// Times `forward()` (and `backward()` after it when `with_backward`) in the benchmark loop of
-/// `state`, after one untimed warm-up call of each (layers allocate their caches on the first
-/// call with a new shape); as time_passes of experiments/bench/bench_layers.cpp.
+/// `state`. The first call of a case (`*warmed` false) makes one untimed warm-up call of each first
+/// (layers allocate their caches on the first call with a new shape) and sets *warmed; later
+/// calls (the other rounds) time at once. As time_passes of experiments/bench/bench_layers.cpp.
 template <class Forward, class Backward>
-void time_passes(benchmark::State& state, bool with_backward, Forward forward, Backward backward) {
-  {
+void time_passes(benchmark::State& state, bool with_backward, bool* warmed, Forward forward,
+                 Backward backward) {
+  if (!*warmed) {
     auto y = forward();
     benchmark::DoNotOptimize(y.data());
     if (with_backward) {
       auto dx = backward();
       benchmark::DoNotOptimize(dx.data());
     }
+    *warmed = true;
   }
   for (auto _ : state) {
     auto y = forward();

@@ -163,7 +163,7 @@ def disk_checks(binary, name, ref, tmp):
 # trains: position_extrapolation's rope cell trains several phases (pilot, pretrain, three fine-tunes),
 # norm_stability's batch study trains one run per batch size with BatchNorm (running statistics
 # are buffers), attention_ablations' majority arm is the encoder-decoder family,
-# parallel_speedup's lstm/params cell runs the time-to-accuracy training.
+# parallel_speedup's tta:lstm cell runs the learning-rate pilot and a time-to-accuracy run.
 CKPT = {
     "long_range_recall": ({"task": "copy_memory", "model": "transformer_decoder"},
                           {"steps": 600, "log_every": 50}, 50),
@@ -175,9 +175,9 @@ CKPT = {
     "attention_ablations": ({"arm": "majority:encoder_decoder:separate:2"},
                             {"steps": 300, "eval_every": 100}, 30),
     "custom_example": ({"positional_encoding": "ramp"}, {"steps": 600}, 50),
-    "parallel_speedup": ({"model": "lstm", "match": "params"},
-                         {"seq_lens": "4", "thread_counts": "1", "tta_max_steps": 600,
-                          "tta_eval_every": 600, "tta_seeds": 1}, 50),
+    "parallel_speedup": ({"unit": "tta:lstm"},
+                         {"tta_max_steps": 600, "tta_eval_every": 100, "tta_seeds": 1, "tta_pilot_steps": 50,
+                          "tta_target_bpc": 0.5}, 50),
 }
 
 

@@ -2,15 +2,20 @@
 """plots/plot_parallel_speedup.py on its committed fixture (tests/plots/fixtures/parallel_speedup:
 the merged CSVs and meta.json of a real run of `parallel_speedup --scale tiny`).
 
-Checks: the script exits 0 and writes every figure as PNG and PDF plus the crossover table;
-verdicts() returns well-formed rows (plots/seqlab_verdict.py's vocabulary), shows the
-sequential-steps and memory rows 'by construction' (the fixture's counts are the implementation's
-L, L·T and 2·levels; its attention's bytes per token grow with n), and decides the time-to-accuracy
-row by the censored rank test on edited copies (holds, fails, inconclusive); a CSV without one of
-its columns makes the script exit 2 naming the column and verdicts() raise DataError; a missing
-CSV likewise. Exit status 0 when every check passes.
+Checks: the script exits 0 and writes every figure as PNG and PDF plus the crossover, crossover-law
+and memory-fit tables; verdicts() returns well-formed rows (plots/seqlab_verdict.py's vocabulary),
+shows the sequential-steps, memory and decoding-steps rows 'by construction' (the fixture's counts
+are the implementation's; its attention keeps the n × n probabilities). On edited copies, each rule
+decides as stated: the crossover law holds for n* = 2d and fails for n* ∝ d^1.5; the memory row
+depends on the kernel once a fused kernel's linear bytes are added; thread scaling holds when the
+Transformer's paired speedups exceed the recurrent layers' and fails when reversed; the decoding
+latency row holds when the decoder's grows with the prefix and the LSTM's does not; the
+time-to-accuracy rank test holds, fails and is inconclusive, and a target above the unigram
+baseline is the floor. A CSV without one of its columns makes the script exit 2 naming the column
+and verdicts() raise DataError; a missing CSV likewise. Exit status 0 when every check passes.
 """
 import csv
+import math
 import os
 import sys
 import tempfile
@@ -18,16 +23,77 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from plot_test_support import (check, check_figures, check_verdict_rows, drop_column,  # noqa: E402
                                finish, fixture_dir, fresh, import_plots_module, plot_script,
-                               rewrite_csv, run_script, snapshot)
+                               read_rows, rewrite_csv, run_script, snapshot, write_rows)
 
 FIXTURE = fixture_dir("parallel_speedup")
 SCRIPT = plot_script("parallel_speedup")
 plot = import_plots_module("plot_parallel_speedup")
 st = import_plots_module("seqlab_style")
 
-FIGURES = ["parallel_speedup_time", "parallel_speedup_speedup", "parallel_speedup_memory",
-           "parallel_speedup_roofline", "parallel_speedup_complexity",
-           "parallel_speedup_time_to_accuracy"]
+FIGURES = ["parallel_speedup_speedup", "parallel_speedup_time", "parallel_speedup_roofline",
+           "parallel_speedup_crossover", "parallel_speedup_complexity", "parallel_speedup_memory",
+           "parallel_speedup_generation", "parallel_speedup_time_to_accuracy"]
+
+
+def row_with(rows, word):
+    got = [r for r in rows if word in r["claim"]]
+    check(len(got) == 1, f"exactly one verdict row about {word!r} (got {len(got)})")
+    return got[0] if got else {"verdict": "", "kind": "", "reason": ""}
+
+
+def paths(res):
+    return {k: os.path.join(res, f"parallel_speedup{k}.csv") for k in ("", "_rounds", "_memory",
+                                                                       "_time_to_accuracy")}
+
+
+def replace_part(res, part, cases):
+    """Replaces the main and rounds rows of `part` by synthetic cases: a list of dicts with model,
+    pass, d_model, seq_len, threads, flops and times (one per round); every other column is copied
+    from the first fixture row of that part."""
+    p = paths(res)
+    main, rounds = read_rows(p[""]), read_rows(p["_rounds"])
+    mh, rh = main[0], rounds[0]
+    mproto = next(r for r in main[1:] if r[mh.index("part")] == part)
+    rproto = next(r for r in rounds[1:] if r[rh.index("part")] == part)
+    mbody = [r for r in main[1:] if r[mh.index("part")] != part]
+    rbody = [r for r in rounds[1:] if r[rh.index("part")] != part]
+    for c in cases:
+        m = list(mproto)
+        ts = sorted(c["times"])
+        vals = dict(model=c["model"], kernel="materialised" if c["model"] in plot.ATTENTION else "none",
+                    **{"pass": c["pass"]}, d_model=c["d_model"], seq_len=c["seq_len"], threads=c["threads"],
+                    flops=c["flops"], time_ms_median=ts[len(ts) // 2], time_ms_min=ts[0], time_ms_max=ts[-1],
+                    repetitions=len(ts), batch=c.get("batch", mproto[mh.index("batch")]),
+                    sequential_steps=c.get("steps", 1), num_layers=1, roofline_fraction=0.5, sgemm_gflop_per_s=50,
+                    speedup=1, tokens_per_s=1000, gflop_per_s=10)
+        for k, v in vals.items():
+            m[mh.index(k)] = str(v)
+        mbody.append(m)
+        for i, t in enumerate(c["times"]):
+            r = list(rproto)
+            for k, v in dict(model=c["model"], **{"pass": c["pass"]}, d_model=c["d_model"], seq_len=c["seq_len"],
+                             threads=c["threads"], round=i, time_ms=t, batch=vals["batch"]).items():
+                r[rh.index(k)] = str(v)
+            rbody.append(r)
+    write_rows(p[""], [mh] + mbody)
+    write_rows(p["_rounds"], [rh] + rbody)
+
+
+def crossover_cases(n_star):
+    """Self-attention and an LSTM at d = 16 .. 128 whose times cross at n* = n_star(d):
+    t_att = n·(1 + n/n*), t_lstm = 2n (equal at n = n*), seq_lens 8 .. 4096, three rounds at
+    0.99, 1 and 1.01 times those."""
+    cases = []
+    for d in (16, 32, 64, 128):
+        ns_ = n_star(d)
+        for n in [2 ** k for k in range(3, 13)]:
+            t_att = n * (1 + n / ns_)
+            t_rec = 2 * n
+            for model, t, fl in (("self_attention", t_att, n * (1 + n / ns_)), ("lstm", t_rec, 2 * n)):
+                cases.append(dict(model=model, **{"pass": "forward_backward"}, d_model=d, seq_len=n, threads=1,
+                                  flops=fl, times=[t * 0.99, t, t * 1.01],
+                                  steps=1 if model == "self_attention" else n))
+    return cases
 
 
 def main():
@@ -36,35 +102,103 @@ def main():
         r = run_script(SCRIPT, res)
         check(r.returncode == 0, f"plot script exits 0 on the fixture (stderr: {r.stderr[-600:]})")
         check_figures(res, FIGURES)
-        cross = os.path.join(res, "figures", "parallel_speedup_crossover.csv")
-        if check(os.path.isfile(cross), "crossover table written"):
-            rows = list(csv.DictReader(open(cross)))
-            check(len(rows) > 0, "crossover table has rows")
-            check({"crossover_seq_len_time", "crossover_seq_len_flops", "table1_n_equals_d"}
-                  <= set(rows[0]), "crossover table columns")
+        for name, cols in (("crossover", {"crossover_seq_len_time", "crossover_lo", "crossover_hi",
+                                          "crossover_seq_len_flops", "table1_n_equals_d"}),
+                           ("crossover_law", {"slope", "slope_lo", "slope_hi"}),
+                           ("memory_fit", {"a_bytes", "b_bytes_per_token", "c_bytes_per_token2", "c_over_4Bh"})):
+            p = os.path.join(res, "figures", f"parallel_speedup_{name}.csv")
+            if check(os.path.isfile(p), f"{name} table written"):
+                rows = list(csv.DictReader(open(p)))
+                check(len(rows) > 0 and cols <= set(rows[0]), f"{name} table has rows and its columns")
 
         before = snapshot(tmp)
         v = plot.verdicts(res)
         check(snapshot(tmp) == before, "verdicts() writes no file")
-        check(isinstance(v, list) and len(v) >= 5, f"at least 5 verdict rows (got {len(v)})")
+        check(isinstance(v, list) and len(v) >= 10, f"at least 10 verdict rows (got {len(v)})")
         check_verdict_rows(v)
-        steps = [row for row in v if "sequential steps" in row["claim"]]
-        check(len(steps) == 1 and steps[0]["verdict"] == "by construction",
-              "the fixture's sequential steps (L, L·T, 2·levels) are shown 'by construction'")
-        memory = [row for row in v if "memory" in row["claim"]]
-        check(len(memory) == 1 and memory[0]["verdict"] == "by construction",
-              f"the fixture's attention keeps bytes growing faster than n: {memory}")
+        check(row_with(v, "sequential steps")["verdict"] == "by construction",
+              "the fixture's sequential steps (L, L·n, 2·levels) are shown 'by construction'")
+        check(row_with(v, "memory")["verdict"] == "by construction",
+              "the fixture's materialised attention keeps bytes growing as n²: by construction")
+        check(row_with(v, "Autoregressive")["verdict"] == "by construction",
+              "decoding steps (n+1)·L for both families: by construction")
 
-        # The time-to-accuracy rule: Gehan's censored rank test needs 3 runs per model; with every
-        # Transformer run earlier (3 vs 3: p = 1/20) it holds, reversed it fails; a run that never
-        # reached the target is censored at its training time, not infinite.
+        # The crossover law: n* = 2d holds (slope 1, n*/d = 2 within ×/÷ 4); n* = d^1.5 / 2 fails.
+        law = fresh(FIXTURE, tmp, "law")
+        replace_part(law, "crossover", crossover_cases(lambda d: 2.0 * d))
+        vl = plot.verdicts(law)
+        got = row_with(vl, "scales with the width")
+        check(got["verdict"] == "holds", f"n* = 2d: the slope-1 law holds ({got['verdict']}: {got['reason']})")
+        check(row_with(vl, "crossover n ≈ d")["verdict"] == "holds", "n* = 2d lies within [d/4, 4d]")
+        bad = fresh(FIXTURE, tmp, "law15")
+        replace_part(bad, "crossover", crossover_cases(lambda d: d ** 1.5 / 2))
+        got = row_with(plot.verdicts(bad), "scales with the width")
+        check(got["verdict"] == "fails", f"n* ∝ d^1.5: the slope-1 law fails ({got['verdict']}: {got['reason']})")
+
+        # Memory: adding a fused kernel whose bytes lack the n² term makes the row depend on the kernel.
+        mem = fresh(FIXTURE, tmp, "memory")
+
+        def add_fused(header, body):
+            i = {c: header.index(c) for c in header}
+            extra = []
+            for b in body:
+                if b[i["model"]] in plot.ATTENTION:
+                    n, B, h = float(b[i["seq_len"]]), float(b[i["batch"]]), float(b[i["n_heads"]])
+                    f = list(b)
+                    f[i["kernel"]] = "fused"
+                    for c in ("activation_bytes", "activation_bytes_measured"):
+                        f[i[c]] = str(float(b[i[c]]) - 4 * B * h * (n * n - n))
+                    extra.append(f)
+            return header, body + extra
+        rewrite_csv(paths(mem)["_memory"], add_fused)
+        got = row_with(plot.verdicts(mem), "memory")
+        check(got["kind"] == "depends on" and "fused" in got["verdict"] and "materialised" in got["verdict"],
+              f"materialised n², fused linear: depends on the attention kernel ({got['verdict']})")
+
+        # Thread scaling: paired speedups 1.8 (Transformer encoder) against 1.1 (recurrent), and reversed.
+        def scaling_cases(s_att, s_rec):
+            cases = []
+            for model, s in (("transformer_encoder", s_att), ("rnn", s_rec), ("lstm", s_rec), ("gru", s_rec)):
+                for n in (4, 8):
+                    for pas in ("forward", "forward_backward"):
+                        base = [10.0, 10.3, 9.8, 10.1]
+                        cases.append(dict(model=model, **{"pass": pas}, d_model=8, seq_len=n, threads=1, flops=1e6,
+                                          times=base, steps=1 if model.startswith("transformer") else n))
+                        cases.append(dict(model=model, **{"pass": pas}, d_model=8, seq_len=n, threads=2, flops=1e6,
+                                          times=[t / s * (1 + 0.01 * k) for k, t in enumerate(base)],
+                                          steps=1 if model.startswith("transformer") else n))
+            return cases
+        for s_att, s_rec, want in ((1.8, 1.1, "holds"), (1.1, 1.8, "fails")):
+            sc = fresh(FIXTURE, tmp, f"scaling{s_att}")
+            replace_part(sc, "scaling", scaling_cases(s_att, s_rec))
+            got = row_with(plot.verdicts(sc), "parallel hardware")
+            check(got["verdict"] == want, f"speedups {s_att} vs {s_rec}: {want} ({got['verdict']}: {got['reason']})")
+
+        # Decoding latency: the decoder's grows as n^0.8 over the prefix, the LSTM's is flat.
+        gen = fresh(FIXTURE, tmp, "generation")
+        cases = []
+        for n in (16, 64, 256, 1024):
+            for model, t_dec in (("transformer_decoder", 0.01 * n ** 0.8), ("lstm", 0.05)):
+                for pas, t in (("decode_step", t_dec), ("forward", t_dec * n / (20 if model != "lstm" else 1.2))):
+                    cases.append(dict(model=model, **{"pass": pas}, d_model=8, seq_len=n, threads=1, flops=1e6,
+                                      batch=1, times=[t * 0.98, t, t * 1.02],
+                                      steps=(n + 1) if pas == "decode_step" else (1 if model != "lstm" else n)))
+        replace_part(gen, "generation", cases)
+        vg = plot.verdicts(gen)
+        got = row_with(vg, "key/value cache")
+        check(got["verdict"] == "holds", f"decoder latency ∝ n^0.8, LSTM flat: holds ({got['verdict']}: {got['reason']})")
+        got = row_with(vg, "parallelism over known positions")
+        check(got["verdict"] == "holds", f"decoder's forward 20× cheaper per token than its step: holds ({got['verdict']})")
+
+        # Time to accuracy: Gehan's censored rank test needs 3 runs per model; with every Transformer
+        # run earlier (3 vs 3: p = 1/20) it holds, reversed it fails; interleaved it is inconclusive;
+        # a target at or above the unigram baseline is the floor.
         tta = fresh(FIXTURE, tmp, "tta")
-        path = os.path.join(tta, "parallel_speedup_time_to_accuracy.csv")
+        path = paths(tta)["_time_to_accuracy"]
 
-        def three_each(times):
+        def three_each(times, target="2.5"):
             def fn(header, body):
-                i = {c: header.index(c) for c in ("model", "seed", "reached", "time_to_target_s",
-                                                  "train_time_s", "steps_to_target")}
+                i = {c: header.index(c) for c in header}
                 out = []
                 for model, ts in times.items():
                     proto = next(b for b in body if b[i["model"]] == model)
@@ -73,26 +207,34 @@ def main():
                         b[i["seed"]] = str(s_)
                         b[i["reached"]] = "1" if t is not None else "0"
                         b[i["time_to_target_s"]] = str(t) if t is not None else "nan"
-                        b[i["steps_to_target"]] = "10" if t is not None else "nan"
+                        b[i["steps_to_target"]] = str(int(t * 10)) if t is not None else "nan"
                         b[i["train_time_s"]] = "9.0"
+                        b[i["steps_done"]] = str(int(t * 10)) if t is not None else "90"
+                        b[i["target_bpc"]] = target
+                        b[i["unigram_bpc"]] = "4.4"
                         out.append(b)
                 return header, out
             return fn
 
         def tta_verdict():
-            return [row for row in plot.verdicts(tta) if "train faster" in row["claim"]][0]
+            return row_with(plot.verdicts(tta), "train faster")
         rewrite_csv(path, three_each({"transformer_decoder": [1.0, 1.2, 1.5], "lstm": [4.0, 5.0, None]}))
         got = tta_verdict()
         check(got["verdict"] == "holds" and "0.05" in got["reason"], f"every Transformer run earlier: {got}")
+        check(row_with(plot.verdicts(tta), "Sample efficiency")["verdict"] == "holds", "fewer updates too")
         rewrite_csv(path, three_each({"transformer_decoder": [4.0, 5.0, None], "lstm": [1.0, 1.2, 1.5]}))
         check(tta_verdict()["verdict"] == "fails", f"every LSTM run earlier: {tta_verdict()['verdict']}")
         rewrite_csv(path, three_each({"transformer_decoder": [1.0, 6.0, None], "lstm": [4.0, 5.0, None]}))
         check(tta_verdict()["verdict"] == "inconclusive", f"interleaved: {tta_verdict()['verdict']}")
+        rewrite_csv(path, three_each({"transformer_decoder": [1.0, 1.2, 1.5], "lstm": [4.0, 5.0, None]}, "4.5"))
+        check(tta_verdict()["verdict"] == "inconclusive: floor", f"target above the unigram: {tta_verdict()['verdict']}")
 
         # A missing column: exit 2 naming it, verdicts() raises DataError.
         for table, column in [("parallel_speedup.csv", "sequential_steps"),
+                              ("parallel_speedup_rounds.csv", "time_ms"),
+                              ("parallel_speedup_memory.csv", "activation_bytes_measured"),
                               ("parallel_speedup_time_to_accuracy.csv", "time_to_target_s"),
-                              ("parallel_speedup_tta_curve.csv", "recall_accuracy")]:
+                              ("parallel_speedup_tta_curve.csv", "valid_bpc")]:
             bad = fresh(FIXTURE, tmp, "bad_" + column)
             drop_column(os.path.join(bad, table), column)
             r = run_script(SCRIPT, bad)

@@ -411,6 +411,44 @@ TEST_CASE("Padded source tokens change nothing", "[models][transformer][encoder_
   }
 }
 
+TEST_CASE("attention_kernel reaches every encoder-decoder attention and both kernels agree",
+          "[models][transformer][encoder_decoder]") {
+  // Padded source and target, RoPE; logits and every parameter gradient of the fused model
+  // against the materialised one (same seed, same parameters).
+  std::vector<std::unique_ptr<EncoderDecoderModel>> models;
+  std::vector<Tensor3> logits;
+  Rng rng(43);
+  const IndexTensor2 src = make_ids(3, 6, rng), tgt = make_ids(3, 5, rng);
+  const PaddingMask src_pad = padding(3, 6, {6, 4, 2}), tgt_pad = padding(3, 5, {5, 5, 3});
+  Tensor3 dlogits({3, 5, 7});
+  rng.fill_normal(dlogits, 0.0f, 1.0f);
+  for (const std::string kernel : {"materialised", "fused"}) {
+    ModelConfig c = tiny("rope");
+    c.attention_kernel = kernel;
+    models.push_back(build(c, 44));
+    EncoderDecoderModel& m = *models.back();
+    std::vector<MultiheadAttention*> attns;
+    for (auto& l : m.encoder_layers) attns.push_back(&l->self_attn);
+    for (auto& l : m.decoder_layers) {
+      attns.push_back(&l->self_attn);
+      attns.push_back(l->multihead_attn.get());
+    }
+    m.set_padding(&src_pad, &tgt_pad);
+    logits.push_back(m.forward(src, tgt));
+    m.zero_grad();
+    m.backward(dlogits);
+    for (MultiheadAttention* a : attns) {
+      CHECK(a->kernel() == parse_attention_kernel(kernel));
+      CHECK(a->last_forward_fused() == (kernel == "fused"));
+    }
+  }
+  require_close("fused vs materialised logits", logits[1], xt::cast<double>(logits[0]), 1e-5, 1e-6);
+  const auto pm = models[0]->named_parameters(), pf = models[1]->named_parameters();
+  REQUIRE(pm.size() == pf.size());
+  for (std::size_t i = 0; i < pm.size(); ++i)
+    require_close("grad " + pm[i].key, pf[i].param->grad, xt::cast<double>(pm[i].param->grad), 1e-4, 1e-5);
+}
+
 TEST_CASE("Encoder-decoder gradient norms vanish where no gradient can flow",
           "[models][transformer][encoder_decoder]") {
   ModelConfig c = tiny("sinusoidal");
@@ -594,6 +632,7 @@ TEST_CASE("Bad encoder-decoder configurations and calls throw typed errors",
     c.positional_encoding = "learned";
     c.max_len = 0;
   });
+  bad("attention_kernel", [](ModelConfig& c) { c.attention_kernel = "flash"; });
   try {
     ModelConfig c = tiny();
     c.input = "linear";

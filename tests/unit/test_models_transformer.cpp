@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fixtures.hpp"
 #include "gradcheck.hpp"
 #include "seqlab/models/factory.hpp"
 #include "seqlab/models/transformer_model.hpp"
@@ -260,6 +261,7 @@ TEST_CASE("Bad transformer configurations throw ConfigError naming the key", "[m
     c.train_len = 0;
   });
   bad("embedding_dim", [](ModelConfig& c) { c.embedding_dim = 6; });
+  bad("attention_kernel", [](ModelConfig& c) { c.attention_kernel = "flash"; });
   bad("hidden_size", [](ModelConfig& c) {  // odd d_model with sinusoidal positions
     c.hidden_size = 7;
     c.embedding_dim = 7;
@@ -271,6 +273,54 @@ TEST_CASE("Bad transformer configurations throw ConfigError naming the key", "[m
   Rng rng(1);
   CHECK_THROWS_AS(make_model(c, rng), ConfigError);
   CHECK_THROWS_AS(count_parameters(c), ConfigError);
+}
+
+TEST_CASE("attention_kernel reaches every layer and both kernels give the same model", "[models][transformer]") {
+  // Decoder (causal) with ALiBi, encoder with RoPE and padding: logits and parameter gradients of
+  // the fused model against the materialised one (same seed, same parameters); auto (the
+  // default) picks by length (nn/attention.hpp kFusedAttentionMinSeqLen[Causal]).
+  CHECK(ModelConfig{}.attention_kernel == "auto");
+  for (const std::string model : {"transformer_decoder", "transformer_encoder"}) {
+    INFO(model);
+    const std::string pe = model == "transformer_decoder" ? "alibi" : "rope";
+    Rng rng(51);
+    const IndexTensor2 ids = make_ids(2, 9, rng);
+    PaddingMask pad = xt::zeros<std::uint8_t>({std::size_t{2}, std::size_t{9}});
+    pad(1, 7) = pad(1, 8) = 1;
+    Tensor3 dlogits({2, 9, 5});
+    rng.fill_normal(dlogits, 0.0f, 1.0f);
+    std::vector<Tensor3> logits;
+    std::vector<std::vector<xt::xarray<float>>> grads;
+    for (const std::string kernel : {"materialised", "fused", "auto"}) {
+      ModelConfig c = tiny(model, pe);
+      c.attention_kernel = kernel;
+      Rng build_rng(52);
+      auto m = make_model(c, build_rng);
+      auto* tm = dynamic_cast<TransformerModel*>(m.get());
+      REQUIRE(tm != nullptr);
+      tm->set_padding(model == "transformer_encoder" ? &pad : nullptr);
+      logits.push_back(m->forward(ids));
+      m->zero_grad();
+      m->backward(dlogits);
+      grads.emplace_back();
+      for (const auto& np : m->named_parameters()) grads.back().push_back(np.param->grad);
+      for (const auto& layer : tm->layers) {
+        CHECK(layer->self_attn.kernel() == parse_attention_kernel(kernel));
+        CHECK(layer->self_attn.last_forward_fused() == (kernel == "fused"));  // auto: 9 is short
+      }
+    }
+    for (std::size_t k : {1, 2}) {
+      INFO("kernel " << (k == 1 ? "fused" : "auto") << " against materialised");
+      const std::string msg = test::compare_close(logits[k], xt::cast<double>(logits[0]), 1e-5, 1e-6);
+      INFO("logits: " << msg);
+      CHECK(msg.empty());
+      for (std::size_t i = 0; i < grads[0].size(); ++i) {
+        const std::string gmsg = test::compare_close(grads[k][i], xt::cast<double>(grads[0][i]), 1e-4, 1e-5);
+        INFO("grad " << i << ": " << gmsg);
+        CHECK(gmsg.empty());
+      }
+    }
+  }
 }
 
 TEST_CASE("Learned positions beyond max_len throw naming max_len", "[models][transformer]") {

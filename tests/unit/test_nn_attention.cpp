@@ -1,7 +1,8 @@
 // Tests of seqlab::MultiheadAttention (lib/include/seqlab/nn/attention.hpp): parameter layout and
-// init, PyTorch parity (tests/golden/gen_attention.py), finite differences for every mask, cross
-// attention, shared_qk, RoPE and ALiBi hooks, field cases (fully masked rows, all-padding
-// sequences, saturated softmax), causality, logit symmetry, and errors.
+// init, PyTorch parity (tests/golden/gen_attention.py) and finite differences for every mask, cross
+// attention, shared_qk, RoPE and ALiBi hooks (each with the materialised and the fused kernel; the
+// two kernels against each other: test_nn_attention_fused.cpp), field cases (fully masked rows,
+// all-padding sequences, saturated softmax), causality, logit symmetry, and errors.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -60,12 +61,14 @@ struct GradCase {
   std::size_t q_offset = 0, k_offset = 0;
 };
 
-/// Finite differences of sum(w ⊙ y) against backward, for inputs and every parameter.
-void run_gradcheck(const GradCase& c) {
-  INFO("case " << c.name);
+/// Finite differences of sum(w ⊙ y) against backward, for inputs and every parameter, with the
+/// given kernel.
+void run_gradcheck(const GradCase& c, AttentionKernel kernel) {
+  INFO("case " << c.name << ", kernel " << to_string(kernel));
   Rng rng(101);
   const std::size_t B = 2, D = 8, h = 2, Tq = 4, Tk = c.self ? 4 : 5;
   MultiheadAttention mha(D, h, rng, c.shared_qk, c.bias);
+  mha.set_kernel(kernel);
   randomise_biases(mha, rng);
   RotaryEmbedding rope(RopeConfig{D / h});
   if (c.rope) mha.set_rope(&rope);
@@ -121,6 +124,13 @@ void run_gradcheck(const GradCase& c) {
   REQUIRE(res.ok);
   const Tensor3 y = run();
   REQUIRE(all_finite(y));
+  // A relative bias always runs the materialised kernel (the fused one has no relative bias).
+  CHECK(mha.last_forward_fused() == (kernel == AttentionKernel::fused && !c.rel_bias));
+}
+
+/// run_gradcheck with both kernels (the fused one: tests/unit/test_nn_attention_fused.cpp).
+void run_gradcheck(const GradCase& c) {
+  for (const AttentionKernel kernel : {AttentionKernel::materialised, AttentionKernel::fused}) run_gradcheck(c, kernel);
 }
 
 }  // namespace
@@ -195,14 +205,16 @@ TEST_CASE("MultiheadAttention matches torch.nn.MultiheadAttention fixtures", "[n
   // Float32 against float64 references. Forward: rtol 1e-5, atol 1e-6. Backward: rtol 1e-4, atol 1e-5.
   const double fwd_rtol = 1e-5, fwd_atol = 1e-6, bwd_rtol = 1e-4, bwd_atol = 1e-5;
   for (const std::string name : {"attention_self_causal", "attention_self_padding", "attention_self_causal_padding",
-                                 "attention_cross", "attention_cross_causal_nobias"}) {
-    DYNAMIC_SECTION("fixture " << name) {
+                                 "attention_cross", "attention_cross_causal_nobias"})
+  for (const AttentionKernel kernel : {AttentionKernel::materialised, AttentionKernel::fused}) {
+    DYNAMIC_SECTION("fixture " << name << ", kernel " << to_string(kernel)) {
       const test::Fixture fx(name + ".json");
       const auto& meta = fx.meta();
       const std::size_t D = meta.at("d_model"), h = meta.at("n_heads");
       const bool self = meta.at("self").get<int>() == 1, bias = meta.at("bias").get<int>() == 1;
       Rng rng(1);
       MultiheadAttention mha(D, h, rng, false, bias);
+      mha.set_kernel(kernel);
       std::size_t loaded = 0;
       for (const auto& np : mha.named_parameters()) {
         INFO("loading " << np.key);

@@ -1,6 +1,6 @@
 // Conv1d: init, finite-difference gradients (dilation 1, 2, 4, 'same' padding, weight norm),
-// PyTorch parity (tests/golden/conv1d_*.json from gen_conv.py), causality, the exact set of inputs
-// an output sees, errors.
+// PyTorch parity (tests/golden/conv1d_*.json from gen_conv.py), the direct formula over many row
+// blocks and thread budgets, causality, the exact set of inputs an output sees, errors.
 #include <catch2/catch.hpp>
 #include "checks.hpp"
 
@@ -12,6 +12,7 @@
 
 #include "fixtures.hpp"
 #include "gradcheck.hpp"
+#include "seqlab/core/threads.hpp"
 #include "seqlab/nn/conv1d.hpp"
 
 using namespace seqlab;
@@ -197,6 +198,83 @@ TEST_CASE("Conv1d matches PyTorch causal Conv1d with chomp and with same padding
     require_close("weight.grad", conv.weight.grad, fx.tensor_f64("weight.grad"), kBwdRtol, kBwdAtol);
     require_close("bias.grad", conv.bias.grad, fx.tensor_f64("bias.grad"), kBwdRtol, kBwdAtol);
   }
+}
+
+TEST_CASE("Conv1d matches the direct formula over many row blocks at thread budgets 1, 2 and 3", "[nn][conv1d][threads]") {
+  // Sizes whose GEMMs are split over the thread budget (>= kSplitGemmMacs multiply-adds) into
+  // about 17 blocks of chunk_rows() rows, with block boundaries inside the sequences; against the
+  // file comment's formulas evaluated in double. Causal and 'same' padding, with weight norm.
+  const int saved = num_threads();
+  const std::size_t B = 2, T = 8500, C = 16, k = 4, d = 3;
+  for (const bool causal : {true, false}) {
+    Rng rng(causal ? 61 : 62);
+    Conv1d conv(C, C, k, rng, d, causal);
+    if (!causal) conv.apply_weight_norm();
+    REQUIRE(B * T >= 16 * conv.chunk_rows());
+    Tensor3 x({B, T, C}), dy({B, T, C});
+    rng.fill_uniform(x, -1, 1);
+    rng.fill_uniform(dy, -1, 1);
+    const long P = static_cast<long>(conv.left_padding());
+    for (int budget : {1, 2, 3}) {
+      INFO("causal " << causal << ", thread budget " << budget);
+      set_num_threads(budget);
+      conv.zero_grad();
+      const Tensor3 y = conv.forward(x);
+      const Tensor3 dx = conv.backward(dy);
+      const Tensor3& w = conv.weight.value;  // the derived weight under weight norm
+      xt::xarray<double> ey = xt::zeros<double>({B, T, C}), edx = xt::zeros<double>({B, T, C});
+      xt::xarray<double> edw = xt::zeros<double>({C, C, k}), edb = xt::zeros<double>({C});
+      double dw_l1 = 0;  // largest Σ|term| of a dW element: float sums of 17000 terms round by
+                         // about 1e-7 of it, whatever the order, so it scales their atol
+      for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t)
+          for (std::size_t j = 0; j < k; ++j) {
+            const long s = static_cast<long>(t + j * d) - P;  // y[t] reads x[s] through tap j
+            if (s < 0 || s >= static_cast<long>(T)) continue;
+            const auto u = static_cast<std::size_t>(s);
+            for (std::size_t o = 0; o < C; ++o)
+              for (std::size_t c = 0; c < C; ++c) {
+                ey(b, t, o) += double(w(o, c, j)) * x(b, u, c);
+                edx(b, u, c) += double(w(o, c, j)) * dy(b, t, o);
+                edw(o, c, j) += double(dy(b, t, o)) * x(b, u, c);
+                if (o == 0 && c == 0) dw_l1 += std::abs(double(dy(b, t, o)) * x(b, u, c));
+              }
+          }
+      const double sum_atol = 1e-6 * dw_l1;  // also for the bias sums (terms of the same size)
+      for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t)
+          for (std::size_t o = 0; o < C; ++o) {
+            ey(b, t, o) += conv.bias.value(o);
+            edb(o) += dy(b, t, o);
+          }
+      require_close("y", y, ey, kFwdRtol, kFwdAtol);
+      require_close("x.grad", dx, edx, kBwdRtol, kBwdAtol);
+      require_close("bias.grad", conv.bias.grad, edb, kBwdRtol, sum_atol);
+      if (causal) {
+        require_close("weight.grad", conv.weight.grad, edw, kBwdRtol, sum_atol);
+      } else {  // weight = g v/‖v‖: dg = Σ dW·v/‖v‖, dv = (g/‖v‖)(dW − (Σ dW·v)/‖v‖² v)
+        xt::xarray<double> edg = xt::zeros<double>({C, std::size_t{1}, std::size_t{1}});
+        xt::xarray<double> edv = xt::zeros<double>({C, C, k});
+        const Tensor3& v = conv.weight_v.value;
+        for (std::size_t o = 0; o < C; ++o) {
+          double n2 = 0, dot = 0;
+          for (std::size_t c = 0; c < C; ++c)
+            for (std::size_t j = 0; j < k; ++j) {
+              n2 += double(v(o, c, j)) * v(o, c, j);
+              dot += edw(o, c, j) * v(o, c, j);
+            }
+          const double nrm = std::sqrt(n2), g = conv.weight_g.value(o, 0, 0);
+          edg(o, 0, 0) = dot / nrm;
+          for (std::size_t c = 0; c < C; ++c)
+            for (std::size_t j = 0; j < k; ++j)
+              edv(o, c, j) = g / nrm * (edw(o, c, j) - dot / n2 * v(o, c, j));
+        }
+        require_close("weight_g.grad", conv.weight_g.grad, edg, kBwdRtol, sum_atol);
+        require_close("weight_v.grad", conv.weight_v.grad, edv, kBwdRtol, sum_atol);
+      }
+    }
+  }
+  set_num_threads(saved);
 }
 
 TEST_CASE("Conv1d is causal: changing x at t leaves every earlier output unchanged", "[nn][conv1d]") {

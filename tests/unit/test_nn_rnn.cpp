@@ -86,8 +86,9 @@ TEST_CASE("parse_nonlinearity accepts tanh and relu and names the allowed values
 
 TEST_CASE("RNN tanh gradients match finite differences", "[nn][rnn][gradcheck]") {
   // hidden_size 21 runs the fused per-step loop on SIMD batches (16 or 8 lanes) and a scalar
-  // tail; 5 runs it on the tail alone.
-  for (const std::size_t H : {std::size_t{5}, std::size_t{21}}) {
+  // tail; 29 also on one batch of half the width between them (16 + 8 + 5, or 3 x 8 + 4 + 1);
+  // 5 runs it on the tail alone.
+  for (const std::size_t H : {std::size_t{5}, std::size_t{21}, std::size_t{29}}) {
     DYNAMIC_SECTION("hidden_size " << H) {
       Rng rng(3);
       const std::size_t B = 2, T = 4, D = 3, L = 2;

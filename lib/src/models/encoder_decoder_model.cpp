@@ -93,6 +93,7 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelConfig& cfg, Rng& rng)
   lc.norm = cfg_.norm;
   lc.norm_placement = cfg_.norm_placement;
   lc.shared_qk = cfg_.shared_qk;
+  lc.attention_kernel = parse_attention_kernel(cfg_.attention_kernel);
   for (std::size_t l = 0; l < cfg_.num_layers; ++l) {
     lc.seed = rng.next_u64();
     encoder_layers.push_back(std::make_unique<TransformerEncoderLayer>(lc, rng));

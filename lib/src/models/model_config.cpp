@@ -98,6 +98,7 @@ void validate_transformer_fields(const ModelConfig& c) {
   require_one_of("positional_encoding", c.positional_encoding, positional_encoding_names());
   const PositionalEncodingEntry& pe = positional_encoding_registry().get(c.positional_encoding);
   if (pe.validate) pe.validate(c);
+  require_one_of("attention_kernel", c.attention_kernel, {"auto", "fused", "materialised"});
 }
 
 void ModelConfig::validate() const {

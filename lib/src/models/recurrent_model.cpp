@@ -2,6 +2,7 @@
 
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace seqlab {
 
@@ -38,12 +39,14 @@ std::size_t RecurrentModel::sequential_steps(std::size_t seq_len) const {
 
 Tensor3 RecurrentModel::body_forward(const Tensor3& u) {
   const Tensor3 v = in_drop_.forward(u);                                   // v = drop(u)
-  const Tensor3 h = std::visit([&](auto& l) { return l.forward(v); }, layer_);  // h = rnn(v), h0 = 0
-  return out_drop_.forward(h);                                             // drop(h)
+  Tensor3 h = std::visit([&](auto& l) { return l.forward(v); }, layer_);  // h = rnn(v), h0 = 0
+  return out_drop_.forward(std::move(h));  // drop(h), in place (h itself when it is the identity)
 }
 
 Tensor3 RecurrentModel::body_backward(const Tensor3& dh, Tensor2& step_norms) {
-  const Tensor3 g = out_drop_.backward(dh);
+  Tensor3 masked;  // dh ⊙ mask, only when the output dropout was not the identity
+  if (!out_drop_.last_was_identity()) masked = out_drop_.backward(dh);
+  const Tensor3& g = out_drop_.last_was_identity() ? dh : masked;
   const Tensor3 dv = std::visit([&](auto& l) {
     Tensor3 d = l.backward(g);
     step_norms = l.hidden_grad_norms();  // [L, T]

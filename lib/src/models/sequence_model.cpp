@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 namespace seqlab {
 
@@ -69,11 +70,11 @@ Tensor3 InputBodyHeadModel::forward(const Tensor3& x) {
 }
 
 Tensor3 InputBodyHeadModel::run(const Tensor3& u) {
-  const Tensor3 h = body_forward(u);  // [B, T, H]
+  Tensor3 h = body_forward(u);  // [B, T, H]
   B_ = h.shape()[0];
   T_ = h.shape()[1];
   has_forward_ = true;
-  if (!cfg_.last_position()) return head->forward(h);  // [B, T, O]
+  if (!cfg_.last_position()) return head->forward(std::move(h));  // [B, T, O]; h becomes its cache
   // last_position: the head reads h[:, T-1] only.
   const std::size_t H = h.shape()[2];
   Tensor2 last({B_, H});

@@ -10,6 +10,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "fused_attention.hpp"
 #include "head_gemm.hpp"
 #include "seqlab/core/gemm.hpp"
 #include "seqlab/core/threads.hpp"
@@ -148,7 +149,47 @@ void for_head_ranges(std::size_t n_heads, std::size_t threads, Body body) {
 /// Threads for the per-head loops: seqlab's budget, at most one per head.
 std::size_t head_threads(std::size_t n_heads) { return parallel_threads(n_heads, 1); }
 
+/// pad_bias[j] = −∞ for a padded key j of row `mask` (Tk entries), 0 otherwise; returns whether
+/// any key is padded.
+bool padding_bias(const std::uint8_t* mask, std::size_t Tk, std::vector<float>& pad_bias) {
+  pad_bias.assign(Tk, 0.0f);
+  bool any = false;
+  for (std::size_t j = 0; j < Tk; ++j)
+    if (mask[j] != 0) {
+      pad_bias[j] = kNegInf;
+      any = true;
+    }
+  return any;
+}
+
+template <class T>
+std::size_t bytes_of(const T& t) {
+  return t.size() * sizeof(typename T::value_type);
+}
+
+/// Frees a buffer the last forward did not use (a default xtensor holds no elements).
+template <class T>
+void release(T& t) {
+  t = T();
+}
+
 }  // namespace
+
+AttentionKernel parse_attention_kernel(const std::string& name) {
+  if (name == "auto") return AttentionKernel::automatic;
+  if (name == "fused") return AttentionKernel::fused;
+  if (name == "materialised") return AttentionKernel::materialised;
+  throw std::invalid_argument("attention_kernel = '" + name + "': allowed auto, fused, materialised");
+}
+
+std::string to_string(AttentionKernel kernel) {
+  switch (kernel) {
+    case AttentionKernel::fused: return "fused";
+    case AttentionKernel::materialised: return "materialised";
+    case AttentionKernel::automatic: break;
+  }
+  return "auto";
+}
 
 MultiheadAttention::MultiheadAttention(std::size_t d_model, std::size_t n_heads, Rng& rng, bool shared_qk,
                                        bool bias)
@@ -257,6 +298,7 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
 
   has_forward_ = false;
   has_kv_grad_ = false;
+  probs_ready_ = false;
   const std::size_t D = d_model_, h = n_heads_, dk = head_dim_, R = proj_rows();
   const std::size_t Nq = B * Tq, Nk = B * Tk, Bh = B * h;
   self_ = self;
@@ -270,6 +312,14 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
   B_ = B;
   Tq_ = Tq;
   Tk_ = Tk;
+  fused_ = uses_fused(Tq, Tk, mask.causal);
+  has_pad_ = mask.key_padding != nullptr;
+  if (has_pad_) {
+    key_pad_.resize({B, Tk});
+    std::memcpy(key_pad_.data(), mask.key_padding->data(), B * Tk);
+  } else {
+    release(key_pad_);
+  }
 
   const float* W = in_proj_weight.value.data();
   const float* bias = in_proj_bias.value.data();
@@ -280,6 +330,8 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
     detail::copy_floats(query.data(), Nq * D, xq_.data());
   }
   if (self) {
+    release(xkv_);
+    release(proj_kv_);
     // proj[N, R] = X W_inᵀ + b_in: q | k | v (shared_qk: qk | v) in one GEMM (rows split over
     // the thread budget, row_kernels.hpp affine_rows).
     proj_q_.resize({Nq, R});
@@ -306,14 +358,28 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
     split_heads(k.base, k.ld, 0, B, Tk, h, dk, k_.data());
     rope_->rotate(q_.data(), Bh, Tq, q_offset_, false);
     rope_->rotate(k_.data(), Bh, Tk, k_offset_, false);
+  } else {
+    release(q_);
+    release(k_);
   }
 
-  // Per head (b, i): S = Q Kᵀ / √d_k ([Tq, d_k] x [d_k, Tk]) into probs_, the masked softmax in
-  // place, then head_i = P_i V_i ([Tq, Tk] x [Tk, d_k]) while P_i is still in cache, written
-  // straight into its columns of the concatenation ctx_merged_.
-  probs_.resize({B, h, Tq, Tk});
   ctx_merged_.resize({B, Tq, D});
-  attend_heads(mask.key_padding);
+  if (fused_) {
+    // Per head, the tiles of FlashAttention (fused_attention.hpp) write the head's columns of
+    // ctx_merged_ and its row of lse_; no [Tq, Tk] matrix is kept.
+    release(probs_);
+    lse_.resize({Bh, Tq});
+    attend_heads_fused();
+  } else {
+    // Per head (b, i): S = Q Kᵀ / √d_k ([Tq, d_k] x [d_k, Tk]) into probs_, the masked softmax in
+    // place, then head_i = P_i V_i ([Tq, Tk] x [Tk, d_k]) while P_i is still in cache, written
+    // straight into its columns of the concatenation ctx_merged_.
+    release(lse_);
+    probs_.resize({B, h, Tq, Tk});
+    attend_heads();
+    probs_ready_ = true;
+    score_entries_ = Bh * Tq * Tk;
+  }
   Tensor3 y = out_proj.forward_borrowed(ctx_merged_);  // ctx_merged_ is kept until the next forward
   has_forward_ = true;
   return y;
@@ -338,98 +404,126 @@ MultiheadAttention::HeadMatrix MultiheadAttention::head_input(char which) const 
   return projected(which);
 }
 
-void MultiheadAttention::attend_heads(const PaddingMask* key_padding) {
-  const std::size_t B = B_, h = n_heads_, Tq = Tq_, Tk = Tk_, dk = head_dim_, D = d_model_;
-  const HeadMatrix Q = head_input('q'), K = head_input('k'), V = head_input('v');
+void MultiheadAttention::head_softmax(std::size_t g, float* P, const float* pad_bias, bool any_pad,
+                                      std::vector<float>& panel) const {
+  const std::size_t h = n_heads_, Tq = Tq_, Tk = Tk_, dk = head_dim_;
+  const std::size_t b = g / h, i = g % h;
+  const HeadMatrix Q = head_input('q'), K = head_input('k');
   const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
+  detail::head_gemm(false, true, Tq, Tk, dk, scale, Q.at(b, i), Q.ld, K.at(b, i), K.ld, 0.0f, P, Tk, panel);
+  const float slope = alibi_fwd_ ? slopes_(i) : 0.0f;
+  for (std::size_t r = 0; r < Tq; ++r) {
+    float* row = P + r * Tk;
+    const std::size_t n = causal_ ? causal_limit(r, Tk, q_off_fwd_, k_off_fwd_) : Tk;
+    if (alibi_fwd_) {
+      // −m·|pos_q − pos_k|; equal to the causal −m·(pos_q − pos_k) on the visible keys.
+      const float pq = static_cast<float>(q_off_fwd_ + r);
+      const float k0 = static_cast<float>(k_off_fwd_);
+      for (std::size_t j = 0; j < n; ++j) row[j] -= slope * std::abs(pq - (k0 + static_cast<float>(j)));
+    }
+    if (rel_bias_fwd_) rel_bias_fwd_->add_row(i, q_off_fwd_ + r, k_off_fwd_, n, causal_, row);
+    if (any_pad)
+      for (std::size_t j = 0; j < n; ++j) row[j] += pad_bias[j];
+    softmax_inplace(row, n);
+    std::fill(row + n, row + Tk, 0.0f);  // causally masked keys
+  }
+}
+
+void MultiheadAttention::attend_heads() {
+  const std::size_t B = B_, h = n_heads_, Tq = Tq_, Tk = Tk_, dk = head_dim_, D = d_model_;
+  const HeadMatrix V = head_input('v');
   // Heads g = b·h + i in parallel ranges (for_head_ranges); each head writes only its own
   // probability block and its own columns of ctx_merged_.
   for_head_ranges(B * h, head_threads(B * h), [&](std::size_t g0, std::size_t g1, std::size_t) {
-    std::vector<float> pad_bias(Tk, 0.0f);  // 0 for a visible key, −∞ for a padded one
-    std::vector<float> panel;                // head_gemm's packed operand (head_gemm.hpp)
+    std::vector<float> pad_bias;  // 0 for a visible key, −∞ for a padded one
+    std::vector<float> panel;     // head_gemm's packed operand (head_gemm.hpp)
     bool any_pad = false;
     for (std::size_t g = g0; g < g1; ++g) {
       const std::size_t b = g / h, i = g % h;
-      if (key_padding && (g == g0 || i == 0)) {  // a new batch row: its key padding
-        any_pad = false;
-        for (std::size_t j = 0; j < Tk; ++j) {
-          const bool padded = (*key_padding)(b, j) != 0;
-          pad_bias[j] = padded ? kNegInf : 0.0f;
-          any_pad = any_pad || padded;
-        }
-      }
+      if (has_pad_ && (g == g0 || i == 0))  // a new batch row: its key padding
+        any_pad = padding_bias(key_pad_.data() + b * Tk, Tk, pad_bias);
       float* P = probs_.data() + g * Tq * Tk;
-      detail::head_gemm(false, true, Tq, Tk, dk, scale, Q.at(b, i), Q.ld, K.at(b, i), K.ld, 0.0f, P, Tk, panel);
-      const float slope = alibi_fwd_ ? slopes_(i) : 0.0f;
-      for (std::size_t r = 0; r < Tq; ++r) {
-        float* row = P + r * Tk;
-        const std::size_t n = causal_ ? causal_limit(r, Tk, q_off_fwd_, k_off_fwd_) : Tk;
-        if (alibi_fwd_) {
-          // −m·|pos_q − pos_k|; equal to the causal −m·(pos_q − pos_k) on the visible keys.
-          const float pq = static_cast<float>(q_off_fwd_ + r);
-          const float k0 = static_cast<float>(k_off_fwd_);
-          for (std::size_t j = 0; j < n; ++j) row[j] -= slope * std::abs(pq - (k0 + static_cast<float>(j)));
-        }
-        if (rel_bias_fwd_) rel_bias_fwd_->add_row(i, q_off_fwd_ + r, k_off_fwd_, n, causal_, row);
-        if (any_pad)
-          for (std::size_t j = 0; j < n; ++j) row[j] += pad_bias[j];
-        softmax_inplace(row, n);
-        std::fill(row + n, row + Tk, 0.0f);  // causally masked keys
-      }
+      head_softmax(g, P, pad_bias.data(), any_pad, panel);
       detail::head_gemm(false, false, Tq, dk, Tk, 1.0f, P, Tk, V.at(b, i), V.ld, 0.0f,
                         ctx_merged_.data() + b * Tq * D + i * dk, D, panel);
     }
   });
 }
 
-Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
-  if (!has_forward_) throw std::logic_error("MultiheadAttention.backward called before forward");
-  const std::size_t B = B_, Tq = Tq_, Tk = Tk_, D = d_model_, h = n_heads_, dk = head_dim_, R = proj_rows();
-  const std::size_t Nq = B * Tq, Nk = B * Tk, Bh = B * h;
-  check_shape("MultiheadAttention.backward dy [B, Tq, d_model]", dy,
-              {static_cast<long>(B), static_cast<long>(Tq), static_cast<long>(D)});
-  check_parameters();
-  has_kv_grad_ = false;
+void MultiheadAttention::fill_probs() const {
+  const std::size_t B = B_, h = n_heads_, Tq = Tq_, Tk = Tk_;
+  probs_.resize({B, h, Tq, Tk});
+  for_head_ranges(B * h, head_threads(B * h), [&](std::size_t g0, std::size_t g1, std::size_t) {
+    std::vector<float> pad_bias, panel;
+    bool any_pad = false;
+    for (std::size_t g = g0; g < g1; ++g) {
+      if (has_pad_ && (g == g0 || g % h == 0))
+        any_pad = padding_bias(key_pad_.data() + (g / h) * Tk, Tk, pad_bias);
+      head_softmax(g, probs_.data() + g * Tq * Tk, pad_bias.data(), any_pad, panel);
+    }
+  });
+}
 
-  // y = ctx_merged W_Oᵀ + b_O  ->  dctx_merged; out_proj.{weight, bias}.grad added by Linear.
-  const Tensor3 dctx_merged = out_proj.backward(dy);
-
-  // Where the head gradients go: straight into their columns of dproj (the gradient of the
-  // projection output, same layout as proj_q_ / proj_kv_), or, with RoPE, into contiguous
-  // [B, h, T, d_k] blocks that are rotated back (dq = Rᵀ dq̃) and then merged.
-  float* Wg = in_proj_weight.grad.data();
-  float* bg = in_proj_bias.grad.data();
-  if (self_) {
-    dproj_q_.resize({Nq, R});
-  } else {
-    dproj_q_.resize({Nq, D});
-    dproj_kv_.resize({Nk, 2 * D});
-  }
-  if (rope_fwd_) {
-    dq_.resize({B, h, Tq, dk});
-    dk_.resize({B, h, Tk, dk});
-  }
-  // A head's gradient block: at(b, i) = base + b·stride_b + i·stride_h, rows of stride ld.
-  struct GradMatrix {
-    float* base;
-    std::size_t ld, stride_b, stride_h;
-    float* at(std::size_t b, std::size_t i) const { return base + b * stride_b + i * stride_h; }
-  };
-  // The same offsets as projected(which), in the gradient buffers.
-  const auto in_dproj = [&](char which) -> GradMatrix {
-    const HeadMatrix m = projected(which);
-    const bool q_buffer = self_ || which == 'q';
-    const float* base = q_buffer ? proj_q_.data() : proj_kv_.data();
-    float* dbase = q_buffer ? dproj_q_.data() : dproj_kv_.data();
-    return {dbase + (m.base - base), m.ld, m.stride_b, m.stride_h};
-  };
+void MultiheadAttention::fused_head(std::size_t g, detail::FusedHead& fh) const {
+  const std::size_t h = n_heads_, b = g / h, i = g % h;
   const HeadMatrix Q = head_input('q'), K = head_input('k'), V = head_input('v');
-  const GradMatrix dV = in_dproj('v');
-  const GradMatrix dQ = rope_fwd_ ? GradMatrix{dq_.data(), dk, h * Tq * dk, Tq * dk} : in_dproj('q');
-  const GradMatrix dK = rope_fwd_ ? GradMatrix{dk_.data(), dk, h * Tk * dk, Tk * dk} : in_dproj('k');
-  // Self-attention with W_Q = W_K and no RoPE: dK lands on dQ's columns, dQK = dQ + dK.
-  const float beta_k = self_ && shared_qk_ && !rope_fwd_ ? 1.0f : 0.0f;
+  fh.Tq = Tq_;
+  fh.Tk = Tk_;
+  fh.dk = head_dim_;
+  fh.q = Q.at(b, i);
+  fh.ldq = Q.ld;
+  fh.k = K.at(b, i);
+  fh.ldk = K.ld;
+  fh.v = V.at(b, i);
+  fh.ldv = V.ld;
+  fh.scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
+  fh.causal = causal_;
+  fh.q_offset = q_off_fwd_;
+  fh.k_offset = k_off_fwd_;
+  fh.key_padded = has_pad_ ? key_pad_.data() + b * Tk_ : nullptr;
+  fh.alibi = alibi_fwd_;
+  fh.slope = alibi_fwd_ ? slopes_(i) : 0.0f;
+}
 
+void MultiheadAttention::attend_heads_fused() {
+  const std::size_t B = B_, h = n_heads_, Tq = Tq_, dk = head_dim_, D = d_model_, Bh = B * h;
+  const std::size_t threads = head_threads(Bh);
+  std::vector<std::size_t> entries(threads, 0);  // score entries per head thread, summed after
+  for_head_ranges(Bh, threads, [&](std::size_t g0, std::size_t g1, std::size_t w) {
+    detail::FusedScratch scratch;
+    detail::FusedHead fh;
+    for (std::size_t g = g0; g < g1; ++g) {
+      fused_head(g, fh);
+      const std::size_t b = g / h, i = g % h;
+      entries[w] += detail::fused_forward_head(fh, ctx_merged_.data() + b * Tq * D + i * dk, D,
+                                               lse_.data() + g * Tq, scratch);
+    }
+  });
+  score_entries_ = 0;
+  for (std::size_t e : entries) score_entries_ += e;
+}
+
+void MultiheadAttention::backward_heads_fused(const Tensor3& dctx_merged, const GradMatrix& dQ, const GradMatrix& dK,
+                                              bool dk_adds, const GradMatrix& dV) {
+  const std::size_t B = B_, h = n_heads_, Tq = Tq_, d = head_dim_, D = d_model_, Bh = B * h;
+  for_head_ranges(Bh, head_threads(Bh), [&](std::size_t g0, std::size_t g1, std::size_t) {
+    detail::FusedScratch scratch;
+    detail::FusedHead fh;
+    for (std::size_t g = g0; g < g1; ++g) {
+      fused_head(g, fh);
+      const std::size_t b = g / h, i = g % h;
+      const std::size_t col = b * Tq * D + i * d;  // head (b, i) in ctx_merged_ and dctx_merged
+      detail::fused_backward_head(fh, ctx_merged_.data() + col, D, dctx_merged.data() + col, D,
+                                  lse_.data() + g * Tq, dQ.at(b, i), dQ.ld, dK.at(b, i), dK.ld, dk_adds,
+                                  dV.at(b, i), dV.ld, scratch);
+    }
+  });
+}
+
+void MultiheadAttention::backward_heads_materialised(const Tensor3& dctx_merged, const HeadMatrix& Q,
+                                                     const HeadMatrix& K, const HeadMatrix& V, const GradMatrix& dQ,
+                                                     const GradMatrix& dK, float beta_k, const GradMatrix& dV) {
+  const std::size_t B = B_, Tq = Tq_, Tk = Tk_, D = d_model_, h = n_heads_, dk = head_dim_, Bh = B * h;
   // Per head (b, i), with one [Tq, Tk] scratch for dL/dP, then dL/dS in place:
   //   head = P V  ->  dP = dhead Vᵀ ([Tq, d_k] x [d_k, Tk]);  dV = Pᵀ dhead ([Tk, Tq] x [Tq, d_k]);
   //   P = softmax(S)  ->  dS = P ⊙ (dP − rowsum(dP ⊙ P)) (masked entries: P = 0 -> dS = 0);
@@ -476,6 +570,58 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
   });
   if (rel_bias_fwd_)  // in head order g = b·h + i, whatever the thread split
     for (std::size_t g = 0; g < Bh; ++g) rel_bias_fwd_->add_head_grad(g % h, rel_slots_.data() + g * n_buckets);
+}
+
+Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
+  if (!has_forward_) throw std::logic_error("MultiheadAttention.backward called before forward");
+  const std::size_t B = B_, Tq = Tq_, Tk = Tk_, D = d_model_, h = n_heads_, dk = head_dim_, R = proj_rows();
+  const std::size_t Nq = B * Tq, Nk = B * Tk, Bh = B * h;
+  check_shape("MultiheadAttention.backward dy [B, Tq, d_model]", dy,
+              {static_cast<long>(B), static_cast<long>(Tq), static_cast<long>(D)});
+  check_parameters();
+  has_kv_grad_ = false;
+
+  // y = ctx_merged W_Oᵀ + b_O  ->  dctx_merged; out_proj.{weight, bias}.grad added by Linear.
+  const Tensor3 dctx_merged = out_proj.backward(dy);
+
+  // Where the head gradients go: straight into their columns of dproj (the gradient of the
+  // projection output, same layout as proj_q_ / proj_kv_), or, with RoPE, into contiguous
+  // [B, h, T, d_k] blocks that are rotated back (dq = Rᵀ dq̃) and then merged.
+  float* Wg = in_proj_weight.grad.data();
+  float* bg = in_proj_bias.grad.data();
+  if (self_) {
+    dproj_q_.resize({Nq, R});
+  } else {
+    dproj_q_.resize({Nq, D});
+    dproj_kv_.resize({Nk, 2 * D});
+  }
+  if (rope_fwd_) {
+    dq_.resize({B, h, Tq, dk});
+    dk_.resize({B, h, Tk, dk});
+  }
+  // The same offsets as projected(which), in the gradient buffers.
+  const auto in_dproj = [&](char which) -> GradMatrix {
+    const HeadMatrix m = projected(which);
+    const bool q_buffer = self_ || which == 'q';
+    const float* base = q_buffer ? proj_q_.data() : proj_kv_.data();
+    float* dbase = q_buffer ? dproj_q_.data() : dproj_kv_.data();
+    return {dbase + (m.base - base), m.ld, m.stride_b, m.stride_h};
+  };
+  const HeadMatrix Q = head_input('q'), K = head_input('k'), V = head_input('v');
+  const GradMatrix dV = in_dproj('v');
+  const GradMatrix dQ = rope_fwd_ ? GradMatrix{dq_.data(), dk, h * Tq * dk, Tq * dk} : in_dproj('q');
+  const GradMatrix dK = rope_fwd_ ? GradMatrix{dk_.data(), dk, h * Tk * dk, Tk * dk} : in_dproj('k');
+  // Self-attention with W_Q = W_K and no RoPE: dK lands on dQ's columns, dQK = dQ + dK.
+  const float beta_k = self_ && shared_qk_ && !rope_fwd_ ? 1.0f : 0.0f;
+
+  if (fused_) {
+    // FlashAttention's backward per head (fused_attention.hpp): the same gradients, P recomputed
+    // tile by tile from Q, K and the log-sum-exp lse_.
+    release(dprobs_);
+    backward_heads_fused(dctx_merged, dQ, dK, beta_k != 0.0f, dV);
+  } else {
+    backward_heads_materialised(dctx_merged, Q, K, V, dQ, dK, beta_k, dV);
+  }
   if (rope_fwd_) {  // q̃ = R q  ->  dq = Rᵀ dq̃ (same for k); then into dproj's columns
     rope_fwd_->rotate(dq_.data(), Bh, Tq, q_off_fwd_, true);
     rope_fwd_->rotate(dk_.data(), Bh, Tk, k_off_fwd_, true);
@@ -523,7 +669,34 @@ const Tensor3& MultiheadAttention::key_value_grad() const {
 
 const Tensor4& MultiheadAttention::attention_probs() const {
   if (!has_forward_) throw std::logic_error("MultiheadAttention.attention_probs: no forward has run");
+  if (!probs_ready_) {  // after a fused forward: the materialised scores and softmax, once
+    fill_probs();
+    probs_ready_ = true;
+  }
   return probs_;
+}
+
+bool MultiheadAttention::uses_fused(std::size_t seq_len_q, std::size_t seq_len_k, bool causal) const {
+  if (rel_bias_) return false;  // the fused kernel has no relative bias
+  switch (kernel_) {
+    case AttentionKernel::fused: return true;
+    case AttentionKernel::materialised: return false;
+    case AttentionKernel::automatic: break;
+  }
+  return std::min(seq_len_q, seq_len_k) >= (causal ? kFusedAttentionMinSeqLenCausal : kFusedAttentionMinSeqLen);
+}
+
+bool MultiheadAttention::last_forward_fused() const {
+  if (!has_forward_) throw std::logic_error("MultiheadAttention.last_forward_fused: no forward has run");
+  return fused_;
+}
+
+std::size_t MultiheadAttention::activation_bytes() const {
+  if (!has_forward_) return 0;
+  // Buffers the last forward did not use were released (run_forward), so every one counts.
+  std::size_t n = bytes_of(xq_) + bytes_of(xkv_) + bytes_of(proj_q_) + bytes_of(proj_kv_) + bytes_of(q_) +
+                  bytes_of(k_) + bytes_of(key_pad_) + bytes_of(ctx_merged_);
+  return n + (fused_ ? bytes_of(lse_) : bytes_of(probs_));
 }
 
 double MultiheadAttention::logit_asymmetry() const {

@@ -2,9 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <stdexcept>
+#include <vector>
 
 #include "seqlab/core/gemm.hpp"
+#include "seqlab/core/threads.hpp"
+#include "row_kernels.hpp"
 
 namespace seqlab {
 namespace {
@@ -92,7 +97,8 @@ void Conv1d::check_parameters() const {
   check(bias, bs);
 }
 
-// weight [out, in, k] (derived as g·v/‖v‖ under weight norm) -> wp_ [out, k·in].
+// weight [out, in, k] (derived as g·v/‖v‖ under weight norm) -> wp_ [out, k·in] (forward) and
+// wq_ [k·out, in] (backward to x).
 void Conv1d::pack_weight() {
   const std::size_t per = in_ * k_;
   if (weight_norm_) {
@@ -112,26 +118,110 @@ void Conv1d::pack_weight() {
     }
   }
   wp_.resize({out_, per});
+  wq_.resize({k_ * out_, in_});
   const float* w = weight.value.data();
   for (std::size_t o = 0; o < out_; ++o)
     for (std::size_t c = 0; c < in_; ++c)
-      for (std::size_t j = 0; j < k_; ++j) wp_(o, j * in_ + c) = w[(o * in_ + c) * k_ + j];
+      for (std::size_t j = 0; j < k_; ++j) {
+        const float v = w[(o * in_ + c) * k_ + j];
+        wp_(o, j * in_ + c) = v;
+        wq_(j * out_ + o, c) = v;
+      }
 }
 
-// cols[(b, t), j·in + c] = x[b, t + j·d − P, c] (0 outside [0, T)), for the B_, T_ of the forward.
-void Conv1d::im2col(const float* x, float* cols) const {
-  const std::size_t kin = k_ * in_, P = left_padding();
-  for (std::size_t b = 0; b < B_; ++b)
-    for (std::size_t t = 0; t < T_; ++t) {
-      float* row = cols + (b * T_ + t) * kin;
-      for (std::size_t j = 0; j < k_; ++j) {
-        const long src = static_cast<long>(t + j * d_) - static_cast<long>(P);
-        if (src >= 0 && src < static_cast<long>(T_))
-          std::copy_n(x + (b * T_ + static_cast<std::size_t>(src)) * in_, in_, row + j * in_);
-        else
-          std::fill_n(row + j * in_, in_, 0.0f);
-      }
+std::size_t Conv1d::chunk_rows() const {
+  const std::size_t width = k_ * std::max(in_, out_);  // floats per row of either column matrix
+  const std::size_t by_bytes = kChunkBytes / (sizeof(float) * width);
+  // OpenBLAS packs the [out, k·in] (or [k·out, in]) weights once per block, as much as the columns
+  // of max(in, out) rows: kWeightPackRatio times that many rows keep it a small share.
+  const std::size_t by_weights = kWeightPackRatio * std::max(in_, out_);
+  const std::size_t rows = std::max(by_bytes, by_weights) / kSplitGemmRowBlock * kSplitGemmRowBlock;
+  return std::max(kSplitGemmRowBlock, rows);
+}
+
+namespace {
+
+/// How copy_rows moves a row of w floats.
+enum class RowCopy { scalar, two_moves, moves };
+
+/// dst[i·ldd + c] = src[i·lds + c] for i < rows, c < w: rows of w floats (lds = 0 repeats one row).
+/// Rows of a few channels are the common case (TCNs of 8–64 channels), so a row is copied with
+/// 8-float moves rather than a memcpy call: `moves` for w >= 8 (the last move overlapping the one
+/// before when w is not a multiple of 8), `two_moves` for 8 <= w <= 16 (the first and the last 8
+/// floats, no loop), `scalar` for w < 8.
+template <RowCopy How>
+void copy_rows_as(const float* src, std::size_t lds, std::size_t w, std::size_t ldd, std::size_t rows,
+                  float* dst) {
+  constexpr std::size_t kMove = 8 * sizeof(float);
+  for (std::size_t i = 0; i < rows; ++i, src += lds, dst += ldd) {
+    if constexpr (How == RowCopy::two_moves) {
+      std::memcpy(dst, src, kMove);
+      std::memcpy(dst + w - 8, src + w - 8, kMove);
+    } else if constexpr (How == RowCopy::moves) {
+      std::size_t c = 0;
+      for (; c + 8 <= w; c += 8) std::memcpy(dst + c, src + c, kMove);
+      if (c < w) std::memcpy(dst + w - 8, src + w - 8, kMove);
+    } else {
+      for (std::size_t c = 0; c < w; ++c) dst[c] = src[c];
     }
+  }
+}
+
+void copy_rows(const float* src, std::size_t lds, std::size_t w, std::size_t ldd, std::size_t rows,
+               float* dst) {
+  if (w < 8)
+    copy_rows_as<RowCopy::scalar>(src, lds, w, ldd, rows, dst);
+  else if (w <= 16)
+    copy_rows_as<RowCopy::two_moves>(src, lds, w, ldd, rows, dst);
+  else
+    copy_rows_as<RowCopy::moves>(src, lds, w, ldd, rows, dst);
+}
+
+/// dst[i·kw + c] = 0 for i < rows, c < w.
+void zero_rows(std::size_t w, std::size_t kw, std::size_t rows, float* dst) {
+  for (std::size_t i = 0; i < rows; ++i) std::fill_n(dst + i * kw, w, 0.0f);
+}
+
+/// Runs body(c0, c1, worker) over the row blocks [0, blocks) in `parts` contiguous ranges, each on
+/// its own thread with OpenBLAS at one thread (as for_gemm_rows in core/gemm.hpp splits a GEMM's
+/// rows); with one part a plain call body(0, blocks, 0), OpenBLAS's thread count unchanged.
+template <class Body>
+void for_row_blocks(std::size_t blocks, std::size_t parts, Body&& body) {
+  if (parts <= 1) {
+    body(std::size_t{0}, blocks, std::size_t{0});
+    return;
+  }
+  BlasThreadsScope one(1);
+  parallel_ranges(blocks, parts, body);
+}
+
+}  // namespace
+
+// cols[r − r0, j·w + c] = src[b, t + off + j·step, c] for the rows r = b·T + t in [r0, r1), 0 where
+// the time index is outside [0, T). src is [B, T, w], cols [r1 − r0, k·w]. Tap by tap over each
+// sequence's rows in the block: the rows whose source is inside the sequence are one run.
+void Conv1d::unfold(const float* src, std::size_t w, long off, long step, std::size_t r0,
+                    std::size_t r1, float* cols) const {
+  const std::size_t kw = k_ * w;
+  const long T = static_cast<long>(T_);
+  for (std::size_t r = r0; r < r1;) {
+    const std::size_t b = r / T_;
+    const long t0 = static_cast<long>(r - b * T_);  // rows [t0, t1) of sequence b
+    const long t1 = std::min(T, t0 + static_cast<long>(r1 - r));
+    const float* seq = src + b * T_ * w;
+    float* rows = cols + (r - r0) * kw;  // row t0
+    for (std::size_t j = 0; j < k_; ++j) {
+      const long shift = off + static_cast<long>(j) * step;  // row t reads source row t + shift
+      const long lo = std::clamp(-shift, t0, t1), hi = std::clamp(T - shift, lo, t1);
+      float* tap = rows + j * w;
+      const auto at = [&](long t) { return tap + static_cast<std::size_t>(t - t0) * kw; };
+      zero_rows(w, kw, static_cast<std::size_t>(lo - t0), at(t0));
+      if (hi > lo)
+        copy_rows(seq + static_cast<std::size_t>(lo + shift) * w, w, w, kw, static_cast<std::size_t>(hi - lo), at(lo));
+      zero_rows(w, kw, static_cast<std::size_t>(t1 - hi), at(hi));
+    }
+    r += static_cast<std::size_t>(t1 - t0);
+  }
 }
 
 Tensor3 Conv1d::forward(const Tensor3& x) {
@@ -139,26 +229,37 @@ Tensor3 Conv1d::forward(const Tensor3& x) {
   check_parameters();
   B_ = x.shape()[0];
   T_ = x.shape()[1];
-  const std::size_t n = B_ * T_, kin = k_ * in_;
+  const std::size_t n = B_ * T_, kin = k_ * in_, P = left_padding();
   pack_weight();
-
   x_ = x;
   cached_ = true;
-  Tensor2 cols;  // k = 1 has P = 0 and cols = x: no copy
-  if (k_ > 1) {
-    cols.resize({n, kin});
-    im2col(x_.data(), cols.data());
-  }
-  const float* pc = k_ > 1 ? cols.data() : x_.data();
 
-  // y[n, out] = cols · W̃ᵀ (+ bias broadcast over rows)
+  // y[rows, out] = cols[rows, k·in] · W̃ᵀ (+ bias), one block of rows at a time (k = 1 has P = 0
+  // and reads x itself: cols = x).
   Tensor3 y({B_, T_, out_});
-  float beta = 0.0f;
-  if (has_bias_) {
-    for (std::size_t i = 0; i < n; ++i) std::copy_n(bias.value.data(), out_, y.data() + i * out_);
-    beta = 1.0f;
-  }
-  gemm(false, true, n, out_, kin, 1.0f, pc, kin, wp_.data(), kin, beta, y.data(), out_);
+  const bool direct = k_ == 1;
+  const std::size_t rows = chunk_rows(), blocks = (n + rows - 1) / rows;
+  const std::size_t parts = std::min(blocks, gemm_row_parts(n, out_, kin));
+  std::vector<std::unique_ptr<float[]>> scratch(direct ? 0 : parts);  // uninitialised: unfold writes all
+  for (auto& buf : scratch) buf.reset(new float[rows * kin]);
+  const float* px = x_.data();
+  float* py = y.data();
+  for_row_blocks(blocks, parts, [&](std::size_t c0, std::size_t c1, std::size_t worker) {
+    for (std::size_t c = c0; c < c1; ++c) {
+      const std::size_t r0 = c * rows, r1 = std::min(n, r0 + rows), m = r1 - r0;
+      const float* cols = px + r0 * in_;
+      if (!direct) {
+        unfold(px, in_, -static_cast<long>(P), static_cast<long>(d_), r0, r1, scratch[worker].get());
+        cols = scratch[worker].get();
+      }
+      // beta = 1 onto the bias rows (or zeros): no BLAS scaling pass over C
+      if (has_bias_)
+        copy_rows(bias.value.data(), 0, out_, out_, m, py + r0 * out_);
+      else
+        std::fill_n(py + r0 * out_, m * out_, 0.0f);
+      gemm(false, true, m, out_, kin, 1.0f, cols, kin, wp_.data(), kin, 1.0f, py + r0 * out_, out_);
+    }
+  });
   return y;
 }
 
@@ -167,26 +268,51 @@ Tensor3 Conv1d::backward(const Tensor3& dy) {
   check_shape("Conv1d.backward: dy", dy,
               {static_cast<long>(B_), static_cast<long>(T_), static_cast<long>(out_)});
   check_parameters();
-  const std::size_t n = B_ * T_, kin = k_ * in_, per = in_ * k_, P = left_padding();
+  const std::size_t n = B_ * T_, kout = k_ * out_, per = in_ * k_, P = left_padding();
   const float* pdy = dy.data();
+  const float* px = x_.data();
 
-  // y = cols W̃ᵀ  ->  dW̃[out, k·in] = dyᵀ · cols (cols rebuilt from the cached x), unpacked to
-  // dW [out, in, k].
-  Tensor2 dwp({out_, kin});
-  {
-    Tensor2 cols;
-    if (k_ > 1) {
-      cols.resize({n, kin});
-      im2col(x_.data(), cols.data());
+  // Per block of rows [r0, r1), from one unfolded block of dy:
+  //   dcols[u, j·out + o] = dy[b, u + P − j·d, o] (0 outside [0, T)): x[u] enters y[u + P − j·d]
+  //   through tap j, so
+  //   dx[r0:r1] = dcols · W̃q       (dx[u] = Σ_j W_jᵀ dy[u + P − j·d]; one GEMM, no scatter-add)
+  //   dW̃q_block = dcolsᵀ · x[r0:r1] (dW[o, c, j] = Σ_u dy[u + P − j·d, o] x[u, c]; the
+  //                                  blocks' products are added in block order afterwards)
+  const bool direct = k_ == 1;
+  const std::size_t rows = chunk_rows(), blocks = (n + rows - 1) / rows;
+  const std::size_t parts = std::min(blocks, gemm_row_parts(n, in_, kout));
+  std::vector<std::unique_ptr<float[]>> scratch(direct ? 0 : parts);  // uninitialised: unfold writes all
+  for (auto& buf : scratch) buf.reset(new float[rows * kout]);
+  std::vector<float> dwq_blocks(blocks * kout * in_, 0.0f);  // beta = 1 onto zeros: no BLAS scaling pass
+  Tensor3 dx({B_, T_, in_});
+  float* pdx = dx.data();
+  for_row_blocks(blocks, parts, [&](std::size_t c0, std::size_t c1, std::size_t worker) {
+    for (std::size_t c = c0; c < c1; ++c) {
+      const std::size_t r0 = c * rows, r1 = std::min(n, r0 + rows), m = r1 - r0;
+      const float* dcols = pdy + r0 * out_;
+      if (!direct) {
+        unfold(pdy, out_, static_cast<long>(P), -static_cast<long>(d_), r0, r1, scratch[worker].get());
+        dcols = scratch[worker].get();
+      }
+      gemm(true, false, kout, in_, m, 1.0f, dcols, kout, px + r0 * in_, in_, 1.0f,
+           dwq_blocks.data() + c * kout * in_, in_);
+      std::fill_n(pdx + r0 * in_, m * in_, 0.0f);  // beta = 1 onto zeros, as above
+      gemm(false, false, m, in_, kout, 1.0f, dcols, kout, wq_.data(), in_, 1.0f, pdx + r0 * in_, in_);
     }
-    const float* pc = k_ > 1 ? cols.data() : x_.data();
-    gemm(true, false, out_, kin, n, 1.0f, pdy, out_, pc, kin, 0.0f, dwp.data(), kin);
+  });
+
+  // dW̃q = Σ_blocks dW̃q_block (double), unpacked to dW [out, in, k]
+  std::vector<double> dwq(kout * in_, 0.0);
+  for (std::size_t c = 0; c < blocks; ++c) {
+    const float* part = dwq_blocks.data() + c * kout * in_;
+    for (std::size_t i = 0; i < kout * in_; ++i) dwq[i] += part[i];
   }
+  const auto dw_at = [&](std::size_t o, std::size_t c, std::size_t j) { return dwq[(j * out_ + o) * in_ + c]; };
   if (!weight_norm_) {
     float* gw = weight.grad.data();
     for (std::size_t o = 0; o < out_; ++o)
       for (std::size_t c = 0; c < in_; ++c)
-        for (std::size_t j = 0; j < k_; ++j) gw[(o * in_ + c) * k_ + j] += dwp(o, j * in_ + c);
+        for (std::size_t j = 0; j < k_; ++j) gw[(o * in_ + c) * k_ + j] += static_cast<float>(dw_at(o, c, j));
   } else {
     // weight = g v/‖v‖  ->  dg = Σ dW·v/‖v‖;  dv = (g/‖v‖)(dW − (Σ dW·v)/‖v‖² · v)
     const float* v = weight_v.value.data();
@@ -198,7 +324,7 @@ Tensor3 Conv1d::backward(const Tensor3& dy) {
       for (std::size_t c = 0; c < in_; ++c)
         for (std::size_t j = 0; j < k_; ++j) {
           const std::size_t i = c * k_ + j;
-          dw[i] = dwp(o, j * in_ + c);
+          dw[i] = dw_at(o, c, j);
           dot += dw[i] * v[o * per + i];
         }
       const double nrm = vnorm_(o), g = weight_g.value.data()[o];
@@ -209,33 +335,8 @@ Tensor3 Conv1d::backward(const Tensor3& dy) {
     }
   }
 
-  // y = ... + bias  ->  dbias = Σ_rows dy (row-major sweep, double accumulators)
-  if (has_bias_) {
-    std::vector<double> acc(out_, 0.0);
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t o = 0; o < out_; ++o) acc[o] += pdy[i * out_ + o];
-    float* db = bias.grad.data();
-    for (std::size_t o = 0; o < out_; ++o) db[o] += static_cast<float>(acc[o]);
-  }
-
-  // y = cols W̃ᵀ  ->  dcols[n, k·in] = dy · W̃; col2im: dx[b, t + j·d − P, :] += dcols[(b, t), j]
-  Tensor2 dcols({n, kin});
-  gemm(false, false, n, kin, out_, 1.0f, pdy, out_, wp_.data(), kin, 0.0f, dcols.data(), kin);
-  Tensor3 dx = xt::zeros<float>({B_, T_, in_});
-  float* pdx = dx.data();
-  const float* pdc = dcols.data();
-  // Row-major sweep over dcols; the dx rows written (t − P .. t − P + (k−1)·d) stay in cache.
-  for (std::size_t b = 0; b < B_; ++b)
-    for (std::size_t t = 0; t < T_; ++t) {
-      const float* row = pdc + (b * T_ + t) * kin;
-      for (std::size_t j = 0; j < k_; ++j) {
-        const long src = static_cast<long>(t + j * d_) - static_cast<long>(P);
-        if (src < 0 || src >= static_cast<long>(T_)) continue;
-        float* dst = pdx + (b * T_ + static_cast<std::size_t>(src)) * in_;
-        const float* g = row + j * in_;
-        for (std::size_t c = 0; c < in_; ++c) dst[c] += g[c];
-      }
-    }
+  // y = ... + bias  ->  dbias = Σ_rows dy (double partial sums over fixed row blocks)
+  if (has_bias_) detail::add_column_sums(pdy, n, out_, bias.grad.data());
   return dx;
 }
 

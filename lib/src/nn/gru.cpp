@@ -38,12 +38,12 @@ Tensor3 GRU::forward(const Tensor3& x, const Tensor3* h0) {
     // Input projections of all steps in one GEMM: gates[t, b, :] = b_ih + x_t[b] W_ihᵀ.
     project_inputs(k, gates, false);
 
-    const float* Whh = l.weight_hh.value.data();
+    const float* WhhT = weight_hh_transposed(k);  // [H, 3H]
     const float* bhh = l.bias_hh.value.data();
     for (std::size_t t = 0; t < T; ++t) {
       const float* hprev = hs + t * BH;
       // gh = h_{t-1} W_hhᵀ   ([B, H] x [H, 3H]); b_hh is added below.
-      gemm(false, true, B, G, H, 1.0f, hprev, H, Whh, H, 0.0f, gh, G);
+      gemm(false, false, B, G, H, 1.0f, hprev, H, WhhT, G, 0.0f, gh, G);
       float* gt = gates + t * BG;
       float* hnext = hs + (t + 1) * BH;
       float* ghn_t = ghn + t * BH;

@@ -5,9 +5,9 @@
 //
 // Why not OpenBLAS here: for a [128, 32] x [32, 128] product each cblas_sgemm call zeroes C when
 // beta = 0 (a separate pass), packs both operands and has its per-call set-up, and these cost
-// about as much as the multiply-adds themselves (experiments/bench/README.md: the layer's per-head
-// products took about a sixth of a one-thread encoder-layer step for 8 % of its FLOPs). Here op(B)
-// is copied into a contiguous panel [kc, nc rounded up to kHeadNR] (the heads' rows have the
+// about as much as the multiply-adds themselves (experiments/bench/README.md: in a replay of an
+// encoder-layer step's GEMMs the per-head products took 17 % of the GEMM time for 8 % of the
+// FLOPs). Here op(B) is copied into a contiguous panel [kc, nc rounded up to kHeadNR] (the heads' rows have the
 // stride of the projection, 3·d_model floats, which maps a head's rows onto a handful of L1 sets),
 // A is read in place, and C is written once per panel, with alpha applied at the store and
 // beta = 0 never reading C. Panels are at most kHeadKC x kHeadNC floats (128 KiB), so long

@@ -4,6 +4,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace seqlab {
 namespace {
@@ -17,13 +18,20 @@ struct RowStats {
   double sum;
 };
 
-RowStats row_stats(const float* x, std::size_t c) {
+// max of x[0, c) (-inf for an empty or all -inf row); nan = whether an entry is NaN.
+float row_max(const float* x, std::size_t c, bool& nan) {
   float m = kNegInf;
-  bool nan = false;
+  nan = false;
   for (std::size_t j = 0; j < c; ++j) {
     if (x[j] > m) m = x[j];
     if (std::isnan(x[j])) nan = true;
   }
+  return m;
+}
+
+RowStats row_stats(const float* x, std::size_t c) {
+  bool nan = false;
+  const float m = row_max(x, c, nan);
   if (nan) return {m, std::numeric_limits<double>::quiet_NaN()};
   if (m == kNegInf) return {m, 0.0};
   double s = 0.0;
@@ -37,15 +45,30 @@ void check_same(const char* what, const Tensor2& y, const Tensor2& dy) {
                      ", expected the forward output's shape " + shape_string(y.shape()));
 }
 
-// p_ij = exp(x_ij - m) / s; zeros for a row of all -inf.
-void softmax_row(const float* x, std::size_t c, float* p, RowStats st) {
-  if (st.max == kNegInf && !std::isnan(st.sum)) {
-    for (std::size_t j = 0; j < c; ++j) p[j] = 0.0f;
-    return;
+// p_j = exp(x_j - m) / s for x[0, c), and the row's RowStats (as row_stats): zeros for a row of
+// all -inf, NaN everywhere when an entry is NaN. Each exp(x_j - m) is computed once, kept in
+// double in e (resized to c) between the sum and the division: the same values as summing first
+// and recomputing every exp for p, with half the exp calls.
+RowStats softmax_row(const float* x, std::size_t c, float* p, std::vector<double>& e) {
+  bool nan = false;
+  const float m = row_max(x, c, nan);
+  if (nan) {
+    for (std::size_t j = 0; j < c; ++j) p[j] = std::numeric_limits<float>::quiet_NaN();
+    return {m, std::numeric_limits<double>::quiet_NaN()};
   }
-  const double inv = 1.0 / st.sum;
-  for (std::size_t j = 0; j < c; ++j)
-    p[j] = static_cast<float>(std::exp(static_cast<double>(x[j] - st.max)) * inv);
+  if (m == kNegInf) {
+    for (std::size_t j = 0; j < c; ++j) p[j] = 0.0f;
+    return {m, 0.0};
+  }
+  e.resize(c);
+  double s = 0.0;
+  for (std::size_t j = 0; j < c; ++j) {
+    e[j] = std::exp(static_cast<double>(x[j] - m));
+    s += e[j];
+  }
+  const double inv = 1.0 / s;
+  for (std::size_t j = 0; j < c; ++j) p[j] = static_cast<float>(e[j] * inv);
+  return {m, s};
 }
 
 }  // namespace
@@ -53,10 +76,8 @@ void softmax_row(const float* x, std::size_t c, float* p, RowStats st) {
 Tensor2 softmax(const Tensor2& logits) {
   const std::size_t n = logits.shape()[0], c = logits.shape()[1];
   Tensor2 p({n, c});
-  for (std::size_t i = 0; i < n; ++i) {
-    const float* x = logits.data() + i * c;
-    softmax_row(x, c, p.data() + i * c, row_stats(x, c));
-  }
+  std::vector<double> e;
+  for (std::size_t i = 0; i < n; ++i) softmax_row(logits.data() + i * c, c, p.data() + i * c, e);
   return p;
 }
 
@@ -135,10 +156,10 @@ float CrossEntropyLoss::forward(const Tensor2& logits, const IndexTensor1& targe
   row_loss_ = xt::zeros<float>({n});
   count_ = 0;
   double total = 0.0;
+  std::vector<double> e;
   for (std::size_t i = 0; i < n; ++i) {
     const float* x = logits.data() + i * c;
-    const RowStats st = row_stats(x, c);
-    softmax_row(x, c, probs_.data() + i * c, st);
+    const RowStats st = softmax_row(x, c, probs_.data() + i * c, e);
     const std::int32_t t = targets_(i);
     if (t == ignore_index_) continue;
     // -log_softmax(x)[t] = m + log Σ exp(x - m) - x_t

@@ -27,7 +27,6 @@ Tensor3 LSTM::forward(const Tensor3& x, const LSTMState* state0) {
   final_.c.resize({num_layers_, B, H});
 
   for (std::size_t k = 0; k < num_layers_; ++k) {
-    const Layer& l = layers_[k];
     LayerCache& c = cache_[k];
     c.cs.resize({T + 1, B, H});
     c.gates.resize({T, B, G});
@@ -43,11 +42,11 @@ Tensor3 LSTM::forward(const Tensor3& x, const LSTMState* state0) {
     // gates[t, b, :] = b_ih + b_hh + x_t[b] W_ihᵀ.
     project_inputs(k, gates, true);
 
-    const float* Whh = l.weight_hh.value.data();
+    const float* WhhT = weight_hh_transposed(k);  // [H, 4H]
     for (std::size_t t = 0; t < T; ++t) {
       float* gt = gates + t * BG;
       // gates_t += h_{t-1} W_hhᵀ   ([B, H] x [H, 4H])
-      gemm(false, true, B, G, H, 1.0f, hs + t * BH, H, Whh, H, 1.0f, gt, G);
+      gemm(false, false, B, G, H, 1.0f, hs + t * BH, H, WhhT, G, 1.0f, gt, G);
       const float* cprev = cs + t * BH;
       float* cnext = cs + (t + 1) * BH;
       float* hnext = hs + (t + 1) * BH;

@@ -118,6 +118,16 @@ void RecurrentBase::project_inputs(std::size_t k, float* dst, bool add_bias_hh) 
   gemm(false, true, N, G, in_k, 1.0f, layer_input(k), in_k, l.weight_ih.value.data(), in_k, 1.0f, dst, G);
 }
 
+const float* RecurrentBase::weight_hh_transposed(std::size_t k) {
+  const std::size_t G = gate_rows_, H = hidden_size_;
+  whh_t_.resize({H, G});
+  const float* w = layers_[k].weight_hh.value.data();
+  float* wt = whh_t_.data();
+  for (std::size_t j = 0; j < G; ++j)
+    for (std::size_t c = 0; c < H; ++c) wt[c * G + j] = w[j * H + c];
+  return wt;
+}
+
 const float* RecurrentBase::layer_input(std::size_t k) const {
   if (k == 0) return x_tm_.data();
   return hs_[k - 1].data() + B_ * hidden_size_;  // h_1..h_T of layer k-1

@@ -45,11 +45,11 @@ Tensor3 RNN::forward(const Tensor3& x, const Tensor3* h0) {
     // hs[t+1, b, :] = b_ih + b_hh + x_t[b] W_ihᵀ   (one GEMM over T·B rows).
     project_inputs(k, hs + BH, true);
 
-    const float* Whh = layers_[k].weight_hh.value.data();
+    const float* WhhT = weight_hh_transposed(k);  // [H, H]
     for (std::size_t t = 0; t < T; ++t) {
       float* ht = hs + (t + 1) * BH;
       // pre_t += h_{t-1} W_hhᵀ   ([B, H] x [H, H]), then h_t = act(pre_t) in place.
-      gemm(false, true, B, H, H, 1.0f, hs + t * BH, H, Whh, H, 1.0f, ht, H);
+      gemm(false, false, B, H, H, 1.0f, hs + t * BH, H, WhhT, H, 1.0f, ht, H);
       if (nonlinearity_ == Nonlinearity::tanh) tanh_to(ht, ht, BH);
       else relu_inplace(ht, BH);
     }

@@ -91,7 +91,9 @@ TransformerEncoderLayer::TransformerEncoderLayer(const TransformerLayerConfig& c
       norm2(make_norm(cfg.norm, cfg.d_model)),
       dropout1(cfg.dropout, derive_seed(cfg.seed, 1)),
       dropout2(cfg.dropout, derive_seed(cfg.seed, 2)),
-      cfg_(cfg) {}
+      cfg_(cfg) {
+  self_attn.set_kernel(cfg.attention_kernel);
+}
 
 void TransformerEncoderLayer::set_training(bool training) {
   Module::set_training(training);
@@ -153,7 +155,10 @@ TransformerDecoderLayer::TransformerDecoderLayer(const TransformerLayerConfig& c
       dropout2(cfg.dropout, derive_seed(cfg.seed, 2)),
       dropout3(cfg.dropout, derive_seed(cfg.seed, 3)),
       cfg_(cfg),
-      cross_(cross_attention) {}
+      cross_(cross_attention) {
+  self_attn.set_kernel(cfg.attention_kernel);
+  if (multihead_attn) multihead_attn->set_kernel(cfg.attention_kernel);
+}
 
 void TransformerDecoderLayer::set_training(bool training) {
   Module::set_training(training);

@@ -54,6 +54,8 @@
 //   causal mask), and hands each stack's mask to its norms (masked_batch_norm). Outputs at padded
 //   positions are computed (PyTorch likewise) and should be ignored by the loss. A query whose keys
 //   are all padded gets a zero context (MultiheadAttention's documented difference: PyTorch: NaN).
+// - Every self- and cross-attention runs the kernel cfg.attention_kernel names (auto | fused |
+//   materialised, MultiheadAttention::set_kernel; the same function either way).
 //
 // Parameter keys (state_dict order; draw order from the rng in brackets):
 //   "embedding.weight" [V, D]                                    [1]  N(0, 1) (nn.Embedding)

@@ -95,6 +95,11 @@ struct ModelConfig {
   std::size_t relative_buckets = 32;    // t5_bias only: T5's num_buckets (even, >= 4)
   std::size_t relative_max_distance = 128;  // t5_bias only: distances >= it share the last bucket
                                         // (> relative_buckets / 2)
+  std::string attention_kernel = "auto";  // auto | fused | materialised: the per-head kernel of
+                                        // every MultiheadAttention (nn/attention.hpp
+                                        // AttentionKernel; auto: fused from a seq_len threshold,
+                                        // kFusedAttentionMinSeqLen[Causal]); the same function
+                                        // either way
 
   /// The checks follow the family's registry entry (models/model_registry.hpp): model (a
   /// registered name), input, [entry.validate_input], the input fields, [entry.validate_body],
@@ -110,9 +115,10 @@ struct ModelConfig {
   /// dividing hidden_size; with rope* also an even head size hidden_size / n_heads), d_ff,
   /// activation, norm (a registered name), norm_placement, positional_encoding (a registered
   /// name, then its entry's validate: sinusoidal needs an even hidden_size; rope*: n_heads giving
-  /// an even head size, rope_pairing; learned: max_len >= 1; rope_pi/ntk: train_len >= 1; t5_bias: relative_buckets even and >= 4,
-  /// relative_max_distance > relative_buckets / 2),
-  /// then dropout, output_size, head as for every family.
+  /// an even head size, rope_pairing; learned: max_len >= 1; rope_pi/ntk: train_len >= 1; t5_bias:
+  /// relative_buckets even and >= 4, relative_max_distance > relative_buckets / 2),
+  /// attention_kernel (auto, fused, materialised), then dropout, output_size, head as for every
+  /// family.
   /// transformer_encoder_decoder additionally: input must be "embedding" (checked right after
   /// input) and head "per_position" (checked last).
   void validate() const;
@@ -145,7 +151,7 @@ void require_one_of(const std::string& key, const std::string& v,
 /// tcn: hidden_size and num_layers (unless channels are given; at most 30 levels), channels,
 /// kernel_size;
 /// transformers: hidden_size, num_layers, embedding_dim = hidden_size, n_heads, d_ff, activation,
-/// norm, norm_placement, positional_encoding and its entry's validate.
+/// norm, norm_placement, positional_encoding and its entry's validate, attention_kernel.
 void validate_recurrent_fields(const ModelConfig& cfg);
 void validate_tcn_fields(const ModelConfig& cfg);
 void validate_transformer_fields(const ModelConfig& cfg);

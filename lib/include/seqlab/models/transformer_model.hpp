@@ -23,6 +23,8 @@
 // set one RotaryEmbedding(head_dim = hd, pairing = rope_pairing, scaling by name, train_len) on
 // every self_attn, ALiBi set_alibi(true); set_context_length(T) at every forward (rope_pi /
 // rope_ntk scale only beyond train_len).
+// Every layer's self_attn runs the kernel cfg.attention_kernel names (auto | fused | materialised,
+// MultiheadAttention::set_kernel; the same function either way, attention_probs() works with all).
 // Key padding: set_padding(mask) makes every later forward use it as the self-attention's
 // key_padding_mask [B, T] (1 = padded) and hands it to the norms (masked_batch_norm).
 //

@@ -24,16 +24,52 @@
 // Implementation: the Q/K/V projection is one GEMM over the [B·T, D] rows (self-attention) or two
 // (cross: q from the query rows, k and v from the key_value rows); the heads are read in place
 // from the projection (head i = columns i·d_k .. (i+1)·d_k, a strided operand of the GEMMs), and
-// only under RoPE are Q and K copied into contiguous [B, h, T, d_k] blocks to be rotated. Scores,
-// context and all their gradients are matrix products per head (a register-blocked kernel for
-// these small shapes, lib/src/nn/head_gemm.hpp, not OpenBLAS), run one head at a time (scores, softmax,
-// context written into its columns of the concatenation; in backward dP, softmax backward, dV,
-// dQ, dK written into their columns of the projection gradient) so that the head's [Tq, Tk] block
-// is reused while in cache and dL/dP needs one [Tq, Tk] scratch, not [B, h, Tq, Tk]; the softmax
-// (with masks and ALiBi) and its backward are one pass per row. With a thread budget above 1
-// (core/threads.hpp) the heads are split between that many threads of our own, with OpenBLAS at
-// one thread meanwhile (the two never oversubscribe; results do not depend on the split). Buffers are kept between calls and reallocated only when shapes change; every
-// forward overwrites the caches completely, so repeated forwards (gradient checks) do not interfere.
+// only under RoPE are Q and K copied into contiguous [B, h, T, d_k] blocks to be rotated (and
+// dQ, dK rotated back by the inverse rotation in backward). What happens per head depends on the
+// kernel (set_kernel, AttentionKernel below):
+//
+// Materialised kernel. Scores, context and all their gradients are matrix products per head (a
+// register-blocked kernel for these small shapes, lib/src/nn/head_gemm.hpp, not OpenBLAS), run one
+// head at a time (scores, softmax, context written into its columns of the concatenation; in
+// backward dP, softmax backward, dV, dQ, dK written into their columns of the projection
+// gradient) so that the head's [Tq, Tk] block is reused while in cache and dL/dP needs one
+// [Tq, Tk] scratch per thread, not [B, h, Tq, Tk]; the softmax (with masks and ALiBi) and its
+// backward are one pass per row. The probabilities P [B, h, Tq, Tk] are kept for backward:
+// 4·B·h·Tq·Tk bytes.
+//
+// Fused kernel (FlashAttention, Dao et al. 2022, "FlashAttention: Fast and Memory-Efficient Exact
+// Attention with IO-Awareness", Algorithm 1 forward / Algorithm 4 backward, in the loop order of
+// FlashAttention-2, Dao 2023, Algorithm 1 forward and Algorithm 2 backward; lib/src/nn/
+// fused_attention.{hpp,cpp}). Per head, queries in tiles of Br = 64 rows and keys/values in tiles
+// of Bc = 64 rows; for each query tile I the forward runs over the key tiles J with the online
+// softmax (Milakov & Gimelshein 2018), for each query row:
+//   S = Q_I K_Jᵀ/√d_k + A (masked entries −∞),  m' = max(m, rowmax S),  P̃ = exp(S − m'),
+//   ℓ' = e^(m − m') ℓ + rowsum P̃,  Õ' = e^(m − m') Õ + P̃ V_J;   finally O = Õ/ℓ,  L = m + log ℓ,
+// and keeps only L [B, h, Tq] (the log-sum-exp) for backward, never a [Tq, Tk] matrix. The
+// backward first forms D = rowsum(dO ∘ O) per query row, then for each key tile J over the query
+// tiles I recomputes P = exp(S − L) tile by tile and accumulates
+//   dV_J += Pᵀ dO_I,  dS = P ∘ (dO_I V_Jᵀ − D),  dQ_I += dS K_J/√d_k,  dK_J += dSᵀ Q_I/√d_k
+// (the softmax backward dS = P ∘ (dP − rowsum(dP ∘ P)) with rowsum(dP ∘ P) = rowsum(dO ∘ O)).
+// Under the causal mask a tile (I, J) is computed only if some query of I may see some key of J
+// (k_offset + first key <= q_offset + last query), the others are skipped (about half the tiles
+// of a long self-attention), and only the tiles on the diagonal are masked entry by entry; key
+// tiles that are all padding are skipped too. Key padding, ALiBi and RoPE enter exactly as in the
+// materialised kernel (the same scores, bit for bit for d_k <= 256: the same per-element FMA
+// chain), so the two kernels differ only by the order of the softmax's float operations: outputs
+// and gradients agree to float rounding (tests/unit/test_nn_attention_fused.cpp), not bit for
+// bit. A fully masked row gives ℓ = 0: context 0 (output out_proj.bias) and L = +∞, so its P is
+// 0 and its gradients are 0 and finite, as in the materialised kernel. Memory kept for backward:
+// L, 4·B·h·Tq bytes, instead of 4·B·h·Tq·Tk (activation_bytes() reports both kinds); backward
+// scratch per thread: a few 64 x 64 tiles and, at small d_k, dQᵀ of one head [d_k, Tq]. Which
+// kernel runs: kernel(), by default AttentionKernel::automatic (fused from a seq_len threshold,
+// below).
+//
+// Both kernels: with a thread budget above 1 (core/threads.hpp) the heads are split between that
+// many threads of our own, with OpenBLAS at one thread meanwhile (the two never oversubscribe;
+// every head is computed by one thread in a fixed order, so results do not depend on the split).
+// Buffers are kept between calls and reallocated only when shapes change (a buffer the last
+// forward did not use is released); every forward overwrites the caches completely, so repeated
+// forwards (gradient checks) do not interfere.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -47,6 +83,9 @@ namespace seqlab {
 
 class RotaryEmbedding;       // seqlab/nn/positional.hpp
 class RelativePositionBias;  // seqlab/nn/positional.hpp
+namespace detail {
+struct FusedHead;  // lib/src/nn/fused_attention.hpp
+}
 
 /// Which keys a query may attend to.
 ///   causal:      query i may see key j only if pos_k(j) <= pos_q(i), with pos_q(i) = q_offset + i,
@@ -59,6 +98,36 @@ struct AttentionMask {
   bool causal = false;
   const PaddingMask* key_padding = nullptr;  // [B, Tk]
 };
+
+/// Which per-head kernel MultiheadAttention runs (file comment: "Materialised kernel", "Fused
+/// kernel"). Both compute the same function and gradients (to float rounding).
+///   automatic:    fused when min(Tq, Tk) >= kFusedAttentionMinSeqLenCausal (causal mask on) or
+///                 >= kFusedAttentionMinSeqLen (off), else materialised
+///   fused:        always the fused kernel (memory O(B·h·Tq) for the softmax)
+///   materialised: always the materialised kernel (keeps P [B, h, Tq, Tk])
+/// Reading the attention weights works with every kernel: attention_probs() after a fused forward
+/// recomputes them (see there).
+enum class AttentionKernel { automatic, fused, materialised };
+
+/// "auto" | "fused" | "materialised" (exact, lower case; ModelConfig::attention_kernel's values).
+/// Throws std::invalid_argument("attention_kernel = 'x': allowed auto, fused, materialised").
+AttentionKernel parse_attention_kernel(const std::string& name);
+/// The name parse_attention_kernel accepts for `kernel` ("auto" for automatic).
+std::string to_string(AttentionKernel kernel);
+
+/// Shortest sequence (min(Tq, Tk)) for which AttentionKernel::automatic runs the fused kernel,
+/// with the causal mask and without. To be measured: the bench_layers cases AttnKernel_* time
+/// both kernels over seq_len 64..2048 at the experiments' small d_model and n_heads, and
+/// experiments/bench/attention_threshold.py reads the crossover (experiments/bench/README.md,
+/// "Choosing the attention kernel"). Provisional values, from instruction counts (callgrind,
+/// AVX2 build, README): with the causal mask the fused kernel skips about half the tiles and
+/// executes fewer instructions than the materialised one from seq_len 256 (d_model 32, 2 heads);
+/// without it, it executes a fifth to a third more at every length (its backward recomputes the
+/// scores: five products per tile instead of four), and gains only the memory traffic of P, which
+/// no longer fits in a 1-2 MiB L2 from about seq_len 512 (one head's P is 4·T² bytes, the
+/// materialised backward streams P and a [T, T] scratch): 1024 until measured.
+inline constexpr std::size_t kFusedAttentionMinSeqLenCausal = 256;
+inline constexpr std::size_t kFusedAttentionMinSeqLen = 1024;
 
 class MultiheadAttention : public Module {
  public:
@@ -109,7 +178,13 @@ class MultiheadAttention : public Module {
 
   /// Attention probabilities of the last forward [B, h, Tq, Tk] (after masks; a masked entry is
   /// exactly 0; each row sums to 1 or, fully masked, to 0). As PyTorch's attn_output_weights with
-  /// average_attn_weights=False. Throws std::logic_error before any forward.
+  /// average_attn_weights=False. After a materialised forward they are the kept P. After a fused
+  /// forward (which keeps no P) the first call recomputes them from the cached Q and K with the
+  /// materialised kernel's scores and softmax, so they are the same bits either way; that call
+  /// costs O(B·h·Tq·Tk·d_k) time and allocates the 4·B·h·Tq·Tk bytes (held until the next
+  /// forward), and, as any lazily filled cache, must not run concurrently with another call on
+  /// the same object. The reference stays valid until the next forward.
+  /// Throws std::logic_error before any forward.
   const Tensor4& attention_probs() const;
 
   /// Symmetry score of the last forward's pre-softmax logits S = Q_i K_iᵀ/√d_k + A_i (RoPE applied
@@ -136,11 +211,39 @@ class MultiheadAttention : public Module {
   /// after ALiBi if both are on; backward ADDS dL/dweight (the sum of dL/dscores per bucket and
   /// head) into bias->weight.grad. nullptr switches it off. The object must outlive the
   /// forward/backward calls using it; several layers may share one (T5 shares it across layers:
-  /// their gradients add). Throws std::invalid_argument if bias->n_heads() is not n_heads.
+  /// their gradients add). A forward with it runs the materialised kernel whatever kernel() (the
+  /// fused kernel has no relative bias). Throws std::invalid_argument if bias->n_heads() is not
+  /// n_heads.
   void set_relative_bias(RelativePositionBias* bias);
   /// Positions of query row 0 and key row 0 for RoPE, ALiBi and the causal mask (default 0, 0;
   /// e.g. decoding with a key/value prefix: q_offset = k_offset + prefix length).
   void set_position_offsets(std::size_t q_offset, std::size_t k_offset);
+
+  /// The kernel for later forwards (default AttentionKernel::automatic). The backward always
+  /// uses the kernel its forward used.
+  void set_kernel(AttentionKernel kernel) { kernel_ = kernel; }
+  AttentionKernel kernel() const { return kernel_; }
+  /// True if a forward with these lengths and mask.causal would run the fused kernel under kernel()
+  /// (never with a relative bias set).
+  bool uses_fused(std::size_t seq_len_q, std::size_t seq_len_k, bool causal) const;
+  /// True if the last forward ran the fused kernel. Throws std::logic_error before any forward.
+  bool last_forward_fused() const;
+  /// Bytes of the buffers the last forward keeps for backward (and attention_probs /
+  /// logit_asymmetry): the input copies (xq [B, Tq, D], cross: xkv [B, Tk, D]), the projection
+  /// ([B·T, 3D] self, [B·Tq, D] + [B·Tk, 2D] cross; shared_qk 2D), RoPE's rotated Q and K, the
+  /// concatenated heads [B, Tq, D], the key padding copy [B, Tk] (1 byte each), and the softmax's
+  /// state: P [B, h, Tq, Tk] (materialised) or L [B, h, Tq] (fused). Probabilities recomputed by
+  /// attention_probs() after a fused forward are not counted (not needed by backward), nor are
+  /// out_proj's own caches (it borrows the concatenated heads) or the backward's scratch
+  /// (materialised: one [Tq, Tk] per head thread; fused: a few tiles per thread). 0 before any
+  /// forward.
+  std::size_t activation_bytes() const;
+  /// Score entries (query, key) the last forward computed, over all B·h heads: B·h·Tq·Tk for the
+  /// materialised kernel; for the fused kernel the entries of the tiles it did not skip (causal
+  /// tiles above the diagonal, all-padding key tiles). The backward of the fused kernel
+  /// recomputes the same tiles. The bench's FLOP counts use it (2·d_k FLOP per entry and
+  /// product). 0 before any forward.
+  std::size_t score_entries() const { return has_forward_ ? score_entries_ : 0; }
 
   const RotaryEmbedding* rope() const { return rope_; }
   const RelativePositionBias* relative_bias() const { return rel_bias_; }
@@ -162,9 +265,6 @@ class MultiheadAttention : public Module {
   Tensor3 run_forward(const Tensor3& query, const Tensor3* key_value, const AttentionMask& mask,
                       Tensor3* take_query = nullptr);
   void check_parameters() const;
-  /// Masked (+ALiBi) softmax over the rows of probs_ (holding the scaled scores) in place.
-  // Scores, masked softmax and context of every head, one head at a time (probs_, ctx_merged_).
-  void attend_heads(const PaddingMask* key_padding);
   // Head (b, i) of a [B·T, ·] projection read in place: at(b, i) = base + b·stride_b +
   // i·stride_h, rows of stride ld.
   struct HeadMatrix {
@@ -172,6 +272,32 @@ class MultiheadAttention : public Module {
     std::size_t ld, stride_b, stride_h;
     const float* at(std::size_t b, std::size_t i) const { return base + b * stride_b + i * stride_h; }
   };
+  // A head's gradient block in backward: at(b, i) = base + b·stride_b + i·stride_h, rows of stride ld.
+  struct GradMatrix {
+    float* base;
+    std::size_t ld, stride_b, stride_h;
+    float* at(std::size_t b, std::size_t i) const { return base + b * stride_b + i * stride_h; }
+  };
+  // Scores, masked softmax and context of every head, one head at a time (probs_, ctx_merged_):
+  // the materialised kernel's forward.
+  void attend_heads();
+  // The same scores and softmax into probs_ without the context (attention_probs after a fused
+  // forward).
+  void fill_probs() const;
+  // Scores and masked softmax of head g = b·h + i into P [Tq, Tk] (both of the above).
+  // pad_bias: [Tk] 0 / −∞ of sequence b when any_pad.
+  void head_softmax(std::size_t g, float* P, const float* pad_bias, bool any_pad, std::vector<float>& panel) const;
+  // The materialised kernel's backward per head: dQ, dK, dV where the heads' gradients go (dK
+  // scaled by beta_k before adding: 1 when it lands on dQ's columns, W_Q = W_K).
+  void backward_heads_materialised(const Tensor3& dctx_merged, const HeadMatrix& Q, const HeadMatrix& K,
+                                   const HeadMatrix& V, const GradMatrix& dQ, const GradMatrix& dK, float beta_k,
+                                   const GradMatrix& dV);
+  // The fused kernel's forward (ctx_merged_, lse_), its view of head g, and its backward (dQ, dK,
+  // dV: where the heads' gradients go; dk_adds: dK is added onto dQ's columns, W_Q = W_K).
+  void attend_heads_fused();
+  void fused_head(std::size_t g, detail::FusedHead& fh) const;
+  void backward_heads_fused(const Tensor3& dctx_merged, const GradMatrix& dQ, const GradMatrix& dK, bool dk_adds,
+                            const GradMatrix& dV);
   // 'q', 'k' or 'v' of the last forward in its projection buffer (proj_q_ / proj_kv_).
   HeadMatrix projected(char which) const;
   // What the scores and context read: projected(), or the rotated copies q_, k_ under RoPE.
@@ -187,8 +313,13 @@ class MultiheadAttention : public Module {
   RelativePositionBias* rel_bias_ = nullptr;
   std::size_t q_offset_ = 0, k_offset_ = 0;
 
+  AttentionKernel kernel_ = AttentionKernel::automatic;
+
   // Forward state (what the last forward used, so backward and logit_asymmetry read the same).
   bool has_forward_ = false;
+  bool fused_ = false;  // the last forward ran the fused kernel
+  bool has_pad_ = false;  // the last forward had a key padding mask (copied into key_pad_)
+  std::size_t score_entries_ = 0;
   bool self_ = true;
   bool causal_ = false;
   const RotaryEmbedding* rope_fwd_ = nullptr;
@@ -201,7 +332,13 @@ class MultiheadAttention : public Module {
   Tensor2 proj_q_;   // self: [B·T, 3D] (shared_qk: 2D) q|k|v rows; cross: [B·Tq, D] q rows
   Tensor2 proj_kv_;  // cross: [B·Tk, 2D] k|v rows
   Tensor4 q_, k_;      // RoPE only: [B, h, Tq, d_k], [B, h, Tk, d_k] heads after the rotation
-  Tensor4 probs_;      // [B, h, Tq, Tk] attention probabilities
+  PaddingMask key_pad_;  // [B, Tk] copy of the key padding mask (when has_pad_)
+  // [B, h, Tq, Tk] attention probabilities: kept by a materialised forward; after a fused forward
+  // filled by the first attention_probs() call (probs_ready_ says whether it holds the last
+  // forward's).
+  mutable Tensor4 probs_;
+  mutable bool probs_ready_ = false;
+  Tensor2 lse_;        // fused: [B·h, Tq] log-sum-exp L = m + log ℓ per query (+∞: no visible key)
   Tensor3 ctx_merged_; // [B, Tq, D] concatenated heads (out_proj's input)
 
   // Backward state.

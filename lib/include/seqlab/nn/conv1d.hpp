@@ -20,13 +20,25 @@
 //   causal = false : PyTorch's padding='same': total (k−1)·d, P = ⌊(k−1)·d / 2⌋ on the left and
 //                    the rest on the right.
 //
-// Implementation: im2col. The input is unfolded into cols [N, k·in] (row (b, t) holds the k
-// shifted input rows x[b, t + j·d − P, :], zeros outside the sequence), the weight is packed once
-// per forward into W̃ [out, k·in] (W̃[o, j·in + c] = weight[o, c, j]), and
-//   forward   y  = cols · W̃ᵀ + bias               (one GEMM)
-//   backward  dW̃ += dyᵀ · cols, dcols = dy · W̃     (two GEMMs), dx = col2im(dcols) (additions)
-// Memory: the cache holds a copy of x only; cols (k times the input) is a temporary, rebuilt in
-// backward (a copy, cheap next to the GEMMs), so a deep TCN does not keep k·T·C floats per conv.
+// Implementation: im2col GEMMs over blocks of rows. With W̃ [out, k·in] (W̃[o, j·in + c] =
+// weight[o, c, j]) and W̃q [k·out, in] (W̃q[j·out + o, c] = weight[o, c, j]), packed once per
+// forward, and for a block of rows (b, t) the unfolded input and output gradient
+//   cols  [rows, k·in],  cols[(b, t), j·in + c]  = x[b, t + j·d − P, c]
+//   dcols [rows, k·out], dcols[(b, u), j·out + o] = dy[b, u + P − j·d, o]   (0 outside the sequence;
+//                        x[u] enters y[u + P − j·d] through tap j)
+// a forward and a backward are
+//   forward   y = cols · W̃ᵀ + bias                                     (one GEMM per block)
+//   backward  dx = dcols · W̃q       (dx[u] = Σ_j W_jᵀ dy[u + P − j·d]; no scatter-add)
+//             dW̃q += dcolsᵀ · x     (dW[o, c, j] = Σ_u dy[u + P − j·d, o] x[u, c])
+// so a backward unfolds dy once and reads the cached x as it is.
+// The blocks hold chunk_rows() rows (about kChunkBytes of unfolded floats, so a block's columns
+// stay in the core's cache between their copy and the GEMM that reads them) and are split over
+// the thread budget like a large GEMM's rows (core/gemm.hpp, for_gemm_rows); the blocks' dW̃q are
+// added in block order, so the split itself changes no result. k = 1 reads x (and dy) in place.
+// The alternative, one GEMM per tap over a zero-padded copy of the input (y += x_shifted · W_jᵀ),
+// runs k products of inner dimension in (11–64 channels in the experiments) instead of one of k·in.
+// Memory: the cache holds a copy of x only; the unfolded blocks are per-call scratch (a block of
+// k·max(in, out) floats a row per thread), so a deep TCN does not keep k·T·C floats per convolution.
 //
 // Weight normalisation (Salimans & Kingma 2016, arXiv 1602.07868 eq. 2; the TCN of Bai et al.
 // uses it on both convolutions of a block): apply_weight_norm() reparametrises as
@@ -81,6 +93,12 @@ class Conv1d : public Module {
   std::size_t left_padding() const { return causal_ ? (k_ - 1) * d_ : (k_ - 1) * d_ / 2; }
   /// Inputs that one output sees: (k−1)·d + 1.
   std::size_t receptive_field() const { return (k_ - 1) * d_ + 1; }
+  /// Rows per block of the im2col GEMMs (file comment): as many rows as have kChunkBytes of
+  /// unfolded columns (k·max(in, out) floats a row), or kWeightPackRatio·max(in, out) rows if that
+  /// is more (the weights are packed once per block), rounded down to a multiple of 48, at least 48.
+  std::size_t chunk_rows() const;
+  static constexpr std::size_t kChunkBytes = 256 * 1024;
+  static constexpr std::size_t kWeightPackRatio = 16;
 
   Parameter weight;    // "weight" [out, in, k] (derived from g, v under weight norm)
   Parameter bias;      // "bias" [out] ([0] and unlisted when bias = false)
@@ -89,13 +107,17 @@ class Conv1d : public Module {
 
  private:
   void check_parameters() const;
-  void pack_weight();  // weight (from g, v if weight norm) -> wp_
-  void im2col(const float* x, float* cols) const;  // x [B_, T_, in] -> cols [B_·T_, k·in]
+  void pack_weight();  // weight (from g, v if weight norm) -> wp_, wq_
+  // src [B_, T_, w] -> cols [r1 − r0, k·w]: cols[r − r0, j·w + c] = src[b, t + off + j·step, c]
+  // for the rows r = b·T_ + t in [r0, r1), 0 outside the sequence.
+  void unfold(const float* src, std::size_t w, long off, long step, std::size_t r0, std::size_t r1,
+              float* cols) const;
 
   std::size_t in_, out_, k_, d_;
   bool causal_, has_bias_, weight_norm_ = false;
 
-  Tensor2 wp_;     // [out, k·in] packed weight of the last forward
+  Tensor2 wp_;     // [out, k·in] packed weight of the last forward (W̃)
+  Tensor2 wq_;     // [k·out, in] the same weights for the backward (W̃q)
   Tensor1 vnorm_;  // [out] ‖v_o‖ of the last forward (weight norm)
   Tensor3 x_;      // [B, T, in] input of the last forward (cols are rebuilt from it in backward)
   std::size_t B_ = 0, T_ = 0;

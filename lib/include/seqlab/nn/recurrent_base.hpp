@@ -79,6 +79,15 @@ class RecurrentBase : public Module {
   void project_inputs(std::size_t k, float* dst, bool add_bias_hh);
   /// Input rows of layer k as a contiguous [T·B, in_k] block (time-major).
   const float* layer_input(std::size_t k) const;
+  /// W_hhᵀ of layer k, [H, G] (W_hhᵀ[c, j] = W_hh[j, c]), copied from weight_hh now (valid until
+  /// the next call): the forward step's h_{t-1} W_hhᵀ then runs as a product of two untransposed
+  /// operands, [B, H] × [H, G]. OpenBLAS 0.3.21's AVX-512 builds (SkylakeX, Cooperlake kernels)
+  /// compute such products with M·N·K <= 100³ in a direct small-matrix kernel, without packing
+  /// either operand and on one thread; with W_hh transposed on its side (column-major TN in
+  /// OpenBLAS's terms) they do so only for M·N <= 1200, which the steps exceed, and take the packed,
+  /// possibly threaded, path for every step (kernel/x86_64/sgemm_small_kernel_permit_skylakex.c).
+  /// The backward steps' dh_{t-1} += dgates_t W_hh already have the untransposed form.
+  const float* weight_hh_transposed(std::size_t k);
 
   // --- backward ------------------------------------------------------------------------------
   /// Throws std::logic_error "<name>.backward called before forward" if no forward ran; checks
@@ -135,6 +144,7 @@ class RecurrentBase : public Module {
   std::size_t gate_rows_;  // G = gates·H
   Tensor3 x_tm_;        // [T, B, D] time-major copy of x
   Tensor1 bias_sum_;    // [G] b_ih + b_hh of the layer being projected
+  Tensor2 whh_t_;       // [H, G] W_hhᵀ of the layer being stepped through (weight_hh_transposed)
   bool has_backward_ = false;
   Tensor3 dh_a_, dh_b_; // [T, B, H]: hidden_grad(k) for L-1-k even / odd
   Tensor3 dx_tm_;       // [T, B, D]: dL/dx time-major

@@ -43,6 +43,8 @@ struct TransformerLayerConfig {
   std::string norm_placement = "post";  // pre | post
   bool shared_qk = false;   // self-attention with W_Q = W_K (MultiheadAttention's shared_qk);
                             // the decoder's cross-attention never shares
+  AttentionKernel attention_kernel = AttentionKernel::automatic;  // every attention's kernel
+                            // (MultiheadAttention::set_kernel; the same function either way)
   std::uint64_t seed = 0;   // dropout streams: dropout layer k draws from Rng(derive_seed(seed, k))
   /// Throws std::invalid_argument naming the key, its value and what is allowed:
   /// d_model = 0, n_heads = 0, d_model % n_heads != 0, d_ff = 0, activation not relu|gelu,
