@@ -3,21 +3,23 @@
 
 usage: plot_position_extrapolation.py [RESULTS_DIR]   (default: results/position_extrapolation)
 
-Reads from RESULTS_DIR: position_extrapolation.csv (runs), position_extrapolation_eval.csv,
-position_extrapolation_steps.csv (training curves, for the verdicts' convergence check),
-position_extrapolation_similarity.csv, position_extrapolation_resolution.csv,
-position_extrapolation_aliasing.csv, position_extrapolation_rope_decay.csv and
-position_extrapolation.meta.json. Writes into RESULTS_DIR/figures:
-  position_extrapolation_<task>.{png,pdf}   metric vs evaluation length, one line per encoding
-                                            (mean and 95% CI band over seeds), line at L_train;
-                                            left: all scored positions, right: positions >= L_train
+Reads from RESULTS_DIR: position_extrapolation.csv (runs), _eval.csv, _steps.csv (training curves,
+for the verdicts' convergence check), _pilot.csv (the learning-rate pilot), _similarity.csv,
+_resolution.csv, _aliasing.csv, _rope_decay.csv and position_extrapolation.meta.json. Writes into
+RESULTS_DIR/figures:
+  position_extrapolation_text.{png,pdf}     character LM perplexity vs evaluation length, one line
+                                            per encoding (mean and 95% CI band over seeds), a panel
+                                            per evaluation mode (rows: non-overlapping, sliding)
+                                            and per bucket (columns: the whole window; the
+                                            positions >= L_train only); dashed: after fine-tuning
+  position_extrapolation_<task>.{png,pdf}   copy, mqar, passkey: accuracy vs length (all scored
+                                            positions; predictions at positions >= L_train; for
+                                            mqar and passkey evidence >= L_train back)
   position_extrapolation_similarity.{png,pdf} and position_extrapolation_similarity_table.csv
-                                            the sinusoidal similarity table beside the claim
-  position_extrapolation_rope_decay.{png,pdf}  RoPE long-term decay, with and without interpolation
+  position_extrapolation_rope_decay.{png,pdf}  RoPE long-term decay, with and without scaling
   position_extrapolation_resolution.{png,pdf}  separation of positions by frequency band
-Figures whose data the run did not produce (e.g. no analysis cells, or no task) are skipped.
-verdicts(results_dir) returns the report rows (plots/make_report.py). Exits 2 naming a missing
-file or column.
+Figures whose data the run did not produce are skipped. verdicts(results_dir) returns the report
+rows (plots/make_report.py). Exits 2 naming a missing file or column.
 """
 import csv
 import math
@@ -31,16 +33,18 @@ import seqlab_style as st  # noqa: E402
 import seqlab_verdict as sv  # noqa: E402
 
 NAME = "position_extrapolation"
-ENCODINGS = ["sinusoidal", "learned", "rope", "rope_pi", "rope_ntk", "alibi", "none"]
-TASKS = ["copy", "mqar", "char_lm"]
-TASK_TITLE = {"copy": "copy (repeat the input)", "mqar": "multi-query associative recall",
-              "char_lm": "character-level language model"}
+ENCODINGS = ["sinusoidal", "learned", "rope", "rope_pi", "rope_ntk", "alibi", "t5_bias", "none"]
+TASKS = ["text", "copy", "mqar", "passkey"]
+TASK_TITLE = {"text": "character-level language model", "copy": "copy at a fixed offset",
+              "mqar": "scattered multi-query associative recall", "passkey": "passkey retrieval"}
 CLAIMED = {1: 0.92, 10: 0.65, 100: 0.12, 1000: -0.06}
+MODES = ("non_overlapping", "sliding")
 
-RUN_COLS = ["task", "positional_encoding", "variant", "seed", "L_train", "diverged"]
-EVAL_COLS = ["task", "positional_encoding", "variant", "seed", "L_train", "eval_len", "eval_ratio",
-             "bucket", "n_scored", "loss_nats", "perplexity", "accuracy", "chance_accuracy",
-             "chance_loss_nats"]
+RUN_COLS = ["task", "positional_encoding", "variant", "seed", "L_train", "max_eval_len", "n_params", "steps", "lr",
+            "finetune_len", "finetune_steps", "diverged", "untrained_position_rows"]
+EVAL_COLS = ["task", "positional_encoding", "variant", "seed", "mode", "stride", "L_train", "eval_len",
+             "eval_ratio", "bucket", "n_scored", "loss_nats", "perplexity", "accuracy", "baseline_accuracy",
+             "baseline_loss_nats"]
 SIM_COLS = ["d_model", "distance", "position", "dot", "cosine", "dot_closed_form",
             "cosine_closed_form", "claimed_cosine"]
 RES_COLS = ["d_model", "band", "distance", "cosine", "separation"]
@@ -48,6 +52,7 @@ ALIAS_COLS = ["d_model", "band", "n_frequencies", "period_min", "period_max", "s
               "monotone_to", "first_alias_distance", "closest_far_distance",
               "closest_far_separation", "searched_to"]
 STEP_COLS = ["task", "positional_encoding", "variant", "seed", "phase", "step", "train_loss"]
+PILOT_COLS = ["task", "positional_encoding", "lr", "val_loss", "chosen"]
 DECAY_COLS = ["positional_encoding", "seed", "head_dim", "scale", "distance", "mean_abs_score_iid",
               "mean_abs_score_shared", "mean_score_shared", "roformer_bound"]
 
@@ -81,6 +86,7 @@ def num(r, k):
 def load(res):
     d = {"runs": read_table(res, "main", RUN_COLS),
          "eval": read_table(res, "eval", EVAL_COLS),
+         "pilot": read_table(res, "pilot", PILOT_COLS),
          "similarity": read_table(res, "similarity", SIM_COLS),
          "resolution": read_table(res, "resolution", RES_COLS),
          "aliasing": read_table(res, "aliasing", ALIAS_COLS),
@@ -92,26 +98,13 @@ def load(res):
     return d
 
 
+def is_lm(task):
+    return task == "text"
+
+
 def metric_of(task):
-    return ("perplexity", False) if task == "char_lm" else ("accuracy", True)  # (column, higher better)
-
-
-def points(evals, task, enc, variant, bucket, column):
-    """(seed, eval_ratio, value) of one line's evaluation rows, nan values left out."""
-    for r in evals:
-        if (r["task"] == task and r["positional_encoding"] == enc and r["variant"] == variant
-                and r["bucket"] == bucket):
-            v = num(r, column)
-            if not math.isnan(v):
-                yield int(num(r, "seed")), int(num(r, "eval_ratio")), v
-
-
-def series(evals, task, enc, variant, bucket, column):
-    """{eval_ratio: [value per seed]} of one line."""
-    out = defaultdict(list)
-    for _, ratio, v in points(evals, task, enc, variant, bucket, column):
-        out[ratio].append(v)
-    return out
+    """(column, higher is better) of a task's plotted metric."""
+    return ("perplexity", False) if is_lm(task) else ("accuracy", True)
 
 
 def encoding_order(rows):
@@ -120,14 +113,28 @@ def encoding_order(rows):
     return ENCODINGS + sorted({r["positional_encoding"] for r in rows} - set(ENCODINGS))
 
 
+def select(evals, task, enc, variant, bucket, mode=None):
+    return [r for r in evals if r["task"] == task and r["positional_encoding"] == enc and r["variant"] == variant
+            and r["bucket"] == bucket and (mode is None or r["mode"] == mode)]
+
+
+def series(evals, task, enc, variant, bucket, column, mode=None):
+    """{eval_ratio: [value per seed]} of one line, nan values left out."""
+    out = defaultdict(list)
+    for r in select(evals, task, enc, variant, bucket, mode):
+        v = num(r, column)
+        if not math.isnan(v):
+            out[int(num(r, "eval_ratio"))].append(v)
+    return out
+
+
 def lines_of(evals, task):
     """(encoding, variant, label) present for a task: built-ins in the fixed order, then others."""
     out = []
     for enc in encoding_order(evals):
         for variant in ("zero_shot", "finetuned"):
-            if any(r["task"] == task and r["positional_encoding"] == enc and r["variant"] == variant
-                   for r in evals):
-                out.append((enc, variant, enc + (" (fine-tuned)" if variant == "finetuned" else "")))
+            if any(r["task"] == task and r["positional_encoding"] == enc and r["variant"] == variant for r in evals):
+                out.append((enc, variant, enc + (" fine-tuned" if variant == "finetuned" else "")))
     return out
 
 
@@ -137,54 +144,83 @@ def fmt(m, ci, digits=3):
 
 # --- figures --------------------------------------------------------------------------------------
 
-def plot_task(d, task, out_dir):
-    evals = d["eval"]
-    rows = [r for r in evals if r["task"] == task]
-    if not rows:
+def draw_lines(ax, evals, task, bucket, column, mode, L):
+    order = encoding_order(evals)
+    for enc, variant, label in lines_of(evals, task):
+        s = series(evals, task, enc, variant, bucket, column, mode)
+        xs = sorted(s)
+        if not xs:
+            continue
+        stats = [st.mean_ci95(s[x]) for x in xs]
+        k = order.index(enc)
+        color = st.PALETTE[k % len(st.PALETTE)]
+        xl = [x * L for x in xs]
+        ax.plot(xl, [m for m, _ in stats], "--" if variant == "finetuned" else "-", color=color,
+                marker=st.MARKERS[k % len(st.MARKERS)], markersize=4, label=label)
+        ax.fill_between(xl, [m - c for m, c in stats], [m + c for m, c in stats], color=color, alpha=0.15,
+                        linewidth=0)
+    ax.axvline(L, color="grey", linestyle=":", linewidth=1.2)
+    ax.text(L, 0.01, " L_train", transform=ax.get_xaxis_transform(), fontsize=8, color="grey", va="bottom")
+    ax.set_xscale("log", base=2)
+    ticks = sorted({int(num(r, "eval_len")) for r in evals if r["task"] == task})
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(t) for t in ticks], fontsize=7)
+    ax.set_xlabel("evaluation length (tokens)")
+
+
+def plot_text(d, out_dir):
+    evals = [r for r in d["eval"] if r["task"] == "text"]
+    if not evals:
         return []
-    column, higher = metric_of(task)
-    L = int(num(rows[0], "L_train"))
-    seeds = sorted({r["seed"] for r in rows})
-    note = st.scale_note(d["meta"], len(seeds))
-    fig, axes = st.plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-    for ax, bucket, title in zip(axes, ("all", "beyond_train_len"),
-                                 ("all scored positions", f"positions >= L_train = {L} only")):
-        for i, (enc, variant, label) in enumerate(lines_of(evals, task)):
-            s = series(evals, task, enc, variant, bucket, column)
-            xs = sorted(s)
-            if not xs:
-                continue
-            stats = [st.mean_ci95(s[x]) for x in xs]
-            k = encoding_order(evals).index(enc)
-            color = st.PALETTE[k % len(st.PALETTE)]
-            ls = "--" if variant == "finetuned" else "-"
-            xl = [x * L for x in xs]
-            ax.plot(xl, [m for m, _ in stats], ls, color=color, marker=st.MARKERS[k % len(st.MARKERS)],
-                    markersize=4, label=label)
-            ax.fill_between(xl, [m - c for m, c in stats], [m + c for m, c in stats], color=color,
-                            alpha=0.15, linewidth=0)
-        ax.axvline(L, color="grey", linestyle=":", linewidth=1.2)
-        ax.text(L, 0.01, " L_train", transform=ax.get_xaxis_transform(), fontsize=8, color="grey",
-                va="bottom")
-        if task == "char_lm":
-            base = math.exp(num(rows[0], "chance_loss_nats"))
+    L = int(num(evals[0], "L_train"))
+    note = st.scale_note(d["meta"], len({r["seed"] for r in evals}))
+    fig, axes = st.plt.subplots(2, 2, figsize=(11.5, 8.4), sharey=True, squeeze=False)
+    base = math.exp(num(evals[0], "baseline_loss_nats"))
+    for i, mode in enumerate(MODES):
+        stride = next((int(num(r, "stride")) for r in evals if r["mode"] == mode), 0)
+        for j, (bucket, what) in enumerate((("all", "every scored position"),
+                                             ("beyond_train_len", f"positions >= L_train = {L} only"))):
+            ax = axes[i][j]
+            draw_lines(ax, evals, "text", bucket, "perplexity", mode, L)
             ax.axhline(base, color="black", linestyle=":", linewidth=1, label=f"unigram ({base:.3g})")
             ax.set_yscale("log")
             ax.set_ylabel("test perplexity (per character)")
-        else:
-            chance = num(rows[0], "chance_accuracy")
-            ax.axhline(chance, color="black", linestyle=":", linewidth=1, label=f"chance ({chance:.3g})")
-            ax.set_ylim(0, 1.02)
-            ax.set_ylabel("test accuracy on scored tokens (fraction)")
-        ax.set_xscale("log", base=2)
-        ticks = sorted({int(num(r, "eval_len")) for r in rows})
-        ax.set_xticks(ticks)
-        ax.set_xticklabels([str(t) for t in ticks], fontsize=7)
-        ax.set_xlabel("evaluation length (tokens)")
-        dashed = "; dashed: rope_pi after fine-tuning" if any(
-            v == "finetuned" for _, v, _ in lines_of(evals, task)) else ""
-        ax.set_title(f"{TASK_TITLE[task]}: {title}\n({note}{dashed})", fontsize=9)
-    axes[0].legend(fontsize=7, ncol=2, loc="best")
+            mtxt = ("non-overlapping windows" if mode == "non_overlapping"
+                    else f"sliding windows, stride {stride} (each scores its last {stride})")
+            ax.set_title(f"{mtxt}: {what}\n({note}; dashed: fine-tuned at {finetune_len(d, 'text') or '-'})",
+                         fontsize=9)
+    axes[0][0].legend(fontsize=7, ncol=2, loc="best")
+    return st.save(fig, out_dir, f"{NAME}_text")
+
+
+def finetune_len(d, task):
+    lens = {int(num(r, "finetune_len")) for r in d["runs"] if r["task"] == task and r["variant"] == "finetuned"}
+    return max(lens) if lens else 0
+
+
+def plot_task(d, task, out_dir):
+    evals = [r for r in d["eval"] if r["task"] == task]
+    if not evals:
+        return []
+    L = int(num(evals[0], "L_train"))
+    note = st.scale_note(d["meta"], len({r["seed"] for r in evals}))
+    buckets = [("all", "all scored positions"), ("beyond_train_len", f"predictions at positions >= {L}")]
+    if any(r["bucket"] == "distance_beyond_train_len" for r in evals):
+        buckets.append(("distance_beyond_train_len", f"evidence >= {L} positions back"))
+    fig, axes = st.plt.subplots(1, len(buckets), figsize=(5.4 * len(buckets), 4.2), sharey=True, squeeze=False)
+    for ax, (bucket, what) in zip(axes[0], buckets):
+        draw_lines(ax, evals, task, bucket, "accuracy", None, L)
+        base = defaultdict(list)
+        for r in evals:
+            if r["bucket"] == "all":
+                base[int(num(r, "eval_len"))].append(num(r, "baseline_accuracy"))
+        xs = sorted(base)
+        ax.plot(xs, [sum(base[x]) / len(base[x]) for x in xs], ":", color="black", linewidth=1,
+                label="baseline (ignores the dependency)")
+        ax.set_ylim(0, 1.02)
+        ax.set_ylabel("test accuracy on scored tokens (fraction)")
+        ax.set_title(f"{TASK_TITLE[task]}: {what}\n({note})", fontsize=9)
+    axes[0][0].legend(fontsize=7, ncol=2, loc="best")
     return st.save(fig, out_dir, f"{NAME}_{task}")
 
 
@@ -301,96 +337,340 @@ def plot_resolution(d, out_dir):
 
 # --- verdicts -------------------------------------------------------------------------------------
 
-ACC_SLOPE = 0.05    # accuracy per doubling of the evaluation length: smaller trends count as none
-LOSS_SLOPE = 0.1    # nats per doubling (char_lm, on the log perplexity)
-ACC_MARGIN = 0.02   # accuracy: levels within this of the optimum / the floor; mean differences
-LOSS_MARGIN = 0.05  # nats: the same for char_lm
+TEXT_MARGIN = 0.05  # nats per character: effects, and levels within this of the unigram (floor)
+ACC_MARGIN = 0.05   # accuracy: effects of the synthetic tasks
+LEVEL_ACC = 0.02    # accuracy: levels within this of 1 (ceiling) or of the baseline (floor)
 
 
-def _stat(evals, task, enc, variant, ratio, column, bucket="all"):
-    vals = series(evals, task, enc, variant, bucket, column).get(ratio, [])
-    m, ci = st.mean_ci95(vals)
-    return m, ci, len(vals)
+def primary_mode(task):
+    """The evaluation the verdicts use: text's sliding windows (every scored character sees at
+    least L - stride of context, as Press et al.'s sliding evaluation and Chen et al.'s), the
+    synthetic tasks' rows."""
+    return "sliding" if is_lm(task) else "rows"
 
 
-def per_seed(evals, task, enc, variant, bucket="all"):
-    """{seed: {eval_ratio: value}} of the task's metric: accuracy, or loss in nats for char_lm
-    (the log of the perplexity)."""
+def per_seed(evals, task, enc, variant, bucket, mode):
+    """{seed: {eval_ratio: value}} of the decision metric: loss in nats (text) or accuracy."""
+    col = "loss_nats" if is_lm(task) else "accuracy"
     out = defaultdict(dict)
-    for seed, ratio, v in points(evals, task, enc, variant, bucket,
-                                 "loss_nats" if task == "char_lm" else "accuracy"):
-        out[seed][ratio] = v
+    for r in select(evals, task, enc, variant, bucket, mode):
+        v = num(r, col)
+        if not math.isnan(v):
+            out[int(num(r, "seed"))][int(num(r, "eval_ratio"))] = v
     return dict(out)
 
 
-def floor_at(d, task, ratio):
-    """The best predictor that ignores the dependency, at an evaluation length ratio·L_train (all
-    scored positions): copy: the most frequent source symbol of the n = ⌊(L − 1)/2⌋ symbols
-    (seqlab_stats.most_frequent_symbol, the formula of CopyMemoryTask::most_frequent_symbol_
-    accuracy applied to the repeat-copy rows, alphabet copy_alphabet); mqar: the key-agnostic
-    predictor of its pairs (mqar_n_pairs, mqar_n_values; MultiQueryAssociativeRecall::
-    key_agnostic_accuracy); both from meta.json's config, else the CSV's chance_accuracy;
-    char_lm: the unigram loss (chance_loss_nats)."""
-    cfg = d["meta"].get("config", {}) if isinstance(d["meta"], dict) else {}
-    rows = [r for r in d["eval"] if r["task"] == task]
-    r0 = rows[0]
-    if task == "char_lm":
-        return num(r0, "chance_loss_nats")
-    L = int(num(r0, "L_train")) * ratio
-    if task == "copy" and "copy_alphabet" in cfg:
-        n = (L - 1) // 2
-        return ss.most_frequent_symbol(n, int(cfg["copy_alphabet"]))[0]
-    if task == "mqar" and "mqar_n_pairs" in cfg and "mqar_n_values" in cfg:
-        return ss.mqar_key_agnostic(int(cfg["mqar_n_pairs"]), int(cfg["mqar_n_values"]))[0]
-    return num(r0, "chance_accuracy")
+def level(evals, task, enc, variant, ratio, mode):
+    """{seed: metric} at one length: every scored position at 1x; beyond it, the predictions at
+    positions >= L_train (what the claim is about)."""
+    bucket = "all" if ratio == 1 else "beyond_train_len"
+    return {s: v[ratio] for s, v in per_seed(evals, task, enc, variant, bucket, mode).items() if ratio in v}
 
 
-def levels(d, task, enc, variant, ratios):
-    """Mean of the metric over seeds at each ratio."""
-    ps = per_seed(d["eval"], task, enc, variant)
-    return [st.mean_ci95([ps[s][x] for s in ps if x in ps[s]])[0] for x in ratios]
+def mean_level(evals, task, enc, variant, ratio, mode):
+    vals = list(level(evals, task, enc, variant, ratio, mode).values())
+    return sum(vals) / len(vals) if vals else float("nan")
 
 
-def at_floor(d, task, enc, variant, ratios):
-    """Every ratio's mean within the margin of that length's floor (or worse)."""
-    lv = levels(d, task, enc, variant, ratios)
-    if not lv:
+def degradation(evals, task, enc, variant, mode, ratios):
+    """{seed: mean over `ratios` of how much worse the metric is there than at 1x} (loss: more
+    nats; accuracy: less accuracy; positive = worse)."""
+    sign = 1.0 if is_lm(task) else -1.0
+    one = level(evals, task, enc, variant, 1, mode)
+    far = {r: level(evals, task, enc, variant, r, mode) for r in ratios}
+    return {s: sum(sign * (far[r][s] - one[s]) for r in ratios) / len(ratios)
+            for s in one if ratios and all(s in far[r] for r in ratios)}
+
+
+def mean_beyond(evals, task, enc, variant, mode, ratios, goodness=True):
+    """{seed: mean over `ratios` of the metric beyond L_train}, as goodness (accuracy, or minus the
+    loss) when goodness is set."""
+    sign = -1.0 if (goodness and is_lm(task)) else 1.0
+    far = {r: level(evals, task, enc, variant, r, mode) for r in ratios}
+    seeds = set.intersection(*[set(f) for f in far.values()]) if far else set()
+    return {s: sign * sum(far[r][s] for r in ratios) / len(ratios) for s in seeds}
+
+
+def baseline_at(evals, task, ratio, mode):
+    """Mean over seeds of the baseline at a length (text: the unigram loss; else the test sets'
+    baseline accuracy)."""
+    col = "baseline_loss_nats" if is_lm(task) else "baseline_accuracy"
+    vals = [num(r, col) for r in evals if r["task"] == task and int(num(r, "eval_ratio")) == ratio
+            and r["bucket"] == "all" and r["mode"] == mode]
+    return sum(vals) / len(vals) if vals else float("nan")
+
+
+def at_floor(d, task, enc, variant, ratios, mode):
+    """Every length's mean within the level margin of its baseline, or worse."""
+    lm = is_lm(task)
+    pairs = [(mean_level(d["eval"], task, enc, variant, r, mode), baseline_at(d["eval"], task, r, mode))
+             for r in ratios]
+    if not pairs or any(math.isnan(v) for v, _ in pairs):
         return None
-    if task == "char_lm":
-        return all(sv.at_floor([v], floor_at(d, task, x), LOSS_MARGIN, higher_is_better=False)
-                   for v, x in zip(lv, ratios))
-    return all(sv.at_floor([v], floor_at(d, task, x), ACC_MARGIN) for v, x in zip(lv, ratios))
+    return all(sv.at_floor([v], b, TEXT_MARGIN if lm else LEVEL_ACC, higher_is_better=not lm) for v, b in pairs)
 
 
-def at_ceiling(d, task, enc, variant, ratios):
-    """Every ratio's mean within the margin of the optimum (accuracy 1; char_lm: n.a.)."""
-    if task == "char_lm":
+def at_ceiling(d, task, enc, variant, ratios, mode):
+    """Every length's mean within LEVEL_ACC of accuracy 1 (text: n.a.)."""
+    if is_lm(task):
         return None
-    return sv.at_ceiling(levels(d, task, enc, variant, ratios), 1.0, ACC_MARGIN)
+    return sv.at_ceiling([mean_level(d["eval"], task, enc, variant, r, mode) for r in ratios], 1.0, LEVEL_ACC)
 
 
 def state(d, task, enc, variant):
-    """Convergence of the run's last training phase (pretraining; fine-tuning for a fine-tuned
-    variant), scale the chance loss."""
-    phase = "finetune" if variant == "finetuned" else "pretrain"
+    """Convergence of the training phase a run ends with: the pretraining (rope_pi and rope_ntk
+    zero-shot are rope's weights) or the variant's fine-tune; scale the task's baseline loss."""
+    if variant == "finetuned":
+        penc, phase = enc, f"finetune_{enc}"
+    else:
+        penc, phase = ("rope" if enc in ("rope_pi", "rope_ntk") else enc), "pretrain"
     cur = defaultdict(list)
     for r in d["steps"]:
-        if (r["task"] == task and r["positional_encoding"] == enc and r["variant"] == variant
-                and r["phase"] == phase):
+        if r["task"] == task and r["positional_encoding"] == penc and r["phase"] == phase:
             cur[int(num(r, "seed"))].append((num(r, "step"), num(r, "train_loss")))
-    rows = [r for r in d["eval"] if r["task"] == task]
-    scale = num(rows[0], "chance_loss_nats") if rows else float("nan")
+    scale = baseline_at(d["eval"], task, 1, primary_mode(task)) if is_lm(task) else next(
+        (num(r, "baseline_loss_nats") for r in d["eval"] if r["task"] == task), float("nan"))
     if not cur or not scale > 0:
         return None
     return ss.convergence(dict(cur), scale).state
 
 
+def controls(d, task, arms):
+    """Parameters within ±5 % and the same updates for the (encoding, variant) arms compared."""
+    runs = [r for r in d["runs"] if r["task"] == task and (r["positional_encoding"], r["variant"]) in arms]
+    if not runs:
+        return None
+    params = [num(r, "n_params") for r in runs]
+    same = {(r["steps"], r["finetune_steps"], r["finetune_len"]) for r in runs}
+    return max(params) <= 1.05 * min(params) and len(same) == 1
+
+
+def levels_text(d, task, enc, variant, ratios, mode):
+    return f"{enc}{' fine-tuned' if variant == 'finetuned' else ''} " + ", ".join(
+        f"{mean_level(d['eval'], task, enc, variant, r, mode):.3g}" for r in ratios)
+
+
+def has_arm(evals, task, enc, variant="zero_shot"):
+    return any(r["task"] == task and r["positional_encoding"] == enc and r["variant"] == variant for r in evals)
+
+
+def trained_rows(d, task):
+    """The verdict rows of one trained task (README "Verdicts")."""
+    evals = d["eval"]
+    rows = [r for r in evals if r["task"] == task]
+    if not rows:
+        return []
+    lm = is_lm(task)
+    mode = primary_mode(task)
+    L = int(num(rows[0], "L_train"))
+    ratios = sorted({int(num(r, "eval_ratio")) for r in rows})
+    beyond = [x for x in ratios if x >= 2]
+    if not beyond:
+        return []
+    R = ratios[-1]
+    n_seeds = len({r["seed"] for r in rows})
+    m = TEXT_MARGIN if lm else ACC_MARGIN
+    unit = "nats" if lm else "accuracy"
+    lvl = "loss (nats/char)" if lm else "accuracy"
+    where = (f"{mode} windows; 1x: every scored position, {beyond[0]}x..{R}x: positions >= L_train = {L}"
+             if lm else f"1x: every scored position, {beyond[0]}x..{R}x: predictions at positions >= {L}")
+    floor_txt = "the unigram loss" if lm else "the baseline that ignores the dependency"
+    out = []
+
+    def lv(enc, variant="zero_shot"):
+        return levels_text(d, task, enc, variant, ratios, mode)
+
+    # 1. Sinusoidal fails beyond L_train.
+    if has_arm(evals, task, "sinusoidal"):
+        deg = degradation(evals, task, "sinusoidal", "zero_shot", mode, beyond)
+        eff = ss.mean_interval(list(deg.values()), what=f"sinusoidal: beyond L_train minus 1x, {unit} (worse > 0)",
+                               method=f"t over {len(deg)} seeds")
+        v = sv.decide(eff, m, sv.GREATER, unit=unit, ceiling=at_ceiling(d, task, "sinusoidal", "zero_shot", ratios, mode),
+                      floor=at_floor(d, task, "sinusoidal", "zero_shot", [1], mode),
+                      moving_up=state(d, task, "sinusoidal", "zero_shot"),
+                      level_margin=TEXT_MARGIN if lm else LEVEL_ACC,
+                      levels=f"{lvl} at {', '.join(f'{x}x' for x in ratios)}: {lv('sinusoidal')}",
+                      test=f"per seed, the {lvl} beyond L_train (mean over {', '.join(f'{x}x' for x in beyond)}) minus "
+                           f"at 1x; t over seeds")
+        extra = (f"; non-overlapping windows: {levels_text(d, task, 'sinusoidal', 'zero_shot', ratios, 'non_overlapping')}"
+                 if lm else "")
+        out.append(v.row(
+            claim=f"Sinusoidal encodings fail beyond the training length ({task})",
+            measured=f"{lvl} at {', '.join(f'{x}x' for x in ratios)} ({where}): {lv('sinusoidal')}{extra} "
+                     f"({n_seeds} seeds)",
+            anchor="Press et al. 2021 Fig. 1 / Tables 2-3 (WikiText-103, L = 512, 1024): sinusoidal perplexity rises "
+                   "sharply within a few dozen tokens past L",
+            rule=f"holds if the interval of the degradation (mean over {beyond[0]}x..{R}x beyond L_train, minus 1x) lies "
+                 f"above +{m:g} {unit}; fails if below −{m:g} or within ±{m:g}; floor if sinusoidal is within "
+                 f"{TEXT_MARGIN if lm else LEVEL_ACC:g} of {floor_txt} at 1x; ceiling if within {LEVEL_ACC:g} of 1 "
+                 "at every length"))
+
+    # 2. RoPE degrades less than sinusoidal.
+    if has_arm(evals, task, "sinusoidal") and has_arm(evals, task, "rope"):
+        ds = degradation(evals, task, "sinusoidal", "zero_shot", mode, beyond)
+        dr = degradation(evals, task, "rope", "zero_shot", mode, beyond)
+        eff = ss.paired_difference(ds, dr, what=f"degradation(sinusoidal) − degradation(rope), {unit}")
+        fl = (at_floor(d, task, "rope", "zero_shot", [1], mode) or at_floor(d, task, "sinusoidal", "zero_shot", [1], mode)
+              or (at_floor(d, task, "rope", "zero_shot", beyond, mode)
+                  and at_floor(d, task, "sinusoidal", "zero_shot", beyond, mode)))
+        ce = (None if lm else bool(at_ceiling(d, task, "rope", "zero_shot", ratios, mode)
+                                   and at_ceiling(d, task, "sinusoidal", "zero_shot", ratios, mode)))
+        v = sv.decide(eff, m, sv.GREATER, unit=unit, ceiling=ce, floor=bool(fl),
+                      moving_up=state(d, task, "rope", "zero_shot"), moving_down=state(d, task, "sinusoidal", "zero_shot"),
+                      controls=controls(d, task, {("sinusoidal", "zero_shot"), ("rope", "zero_shot")}),
+                      level_margin=TEXT_MARGIN if lm else LEVEL_ACC, levels=f"{lv('rope')}; {lv('sinusoidal')}",
+                      test="paired t over seeds of the two degradations (beyond L_train minus 1x)")
+        out.append(v.row(
+            claim=f"Rotary (RoPE) degrades less than sinusoidal beyond the training length ({task})",
+            measured=f"{lvl} at {', '.join(f'{x}x' for x in ratios)}: {lv('rope')}; {lv('sinusoidal')}"
+                     + (f"; {lv('t5_bias')}" if has_arm(evals, task, "t5_bias") else ""),
+            anchor="Press et al. 2021 §2, Fig. 1: rotary extrapolates somewhat further than sinusoidal (a few hundred "
+                   "tokens at L = 512), far less than ALiBi; T5's bias further still",
+            rule=f"paired per-seed difference of the degradations (sinusoidal minus rope) against ±{m:g} {unit}: holds "
+                 f"if above +{m:g}, fails if below −{m:g} or within; floor if either is at {floor_txt} at 1x or both "
+                 "are beyond L_train; ceiling if both are within 0.02 of 1 everywhere"))
+
+    # 3. PI after fine-tuning beats direct fine-tuning (same updates, batches and learning rate).
+    if has_arm(evals, task, "rope_pi", "finetuned") and has_arm(evals, task, "rope", "finetuned"):
+        Lf = finetune_len(d, task)
+        inside = [x for x in beyond if x * L <= Lf] or beyond
+        a = mean_beyond(evals, task, "rope_pi", "finetuned", mode, inside)
+        b = mean_beyond(evals, task, "rope", "finetuned", mode, inside)
+        eff = ss.paired_difference(a, b, what=("loss(rope fine-tuned) − loss(rope_pi fine-tuned), nats" if lm else
+                                                "accuracy(rope_pi fine-tuned) − accuracy(rope fine-tuned)") +
+                                   f", mean over {', '.join(f'{x}x' for x in inside)}")
+        fl = bool(at_floor(d, task, "rope_pi", "finetuned", inside, mode) and at_floor(d, task, "rope", "finetuned", inside, mode))
+        ce = (None if lm else bool(at_ceiling(d, task, "rope_pi", "finetuned", inside, mode)
+                                   and at_ceiling(d, task, "rope", "finetuned", inside, mode)))
+        arms = {("rope_pi", "finetuned"), ("rope", "finetuned")}
+        v = sv.decide(eff, m, sv.GREATER, unit=unit, ceiling=ce, floor=fl,
+                      moving_up=state(d, task, "rope_pi", "finetuned"), moving_down=state(d, task, "rope", "finetuned"),
+                      controls=controls(d, task, arms), level_margin=TEXT_MARGIN if lm else LEVEL_ACC,
+                      levels=f"{lv('rope_pi', 'finetuned')}; {lv('rope', 'finetuned')}",
+                      test=f"paired t over seeds of the mean {lvl} beyond L_train up to the fine-tuned length L' = {Lf}")
+        out.append(v.row(
+            claim=f"Position interpolation with fine-tuning beats direct fine-tuning at the same cost ({task})",
+            measured=f"{lvl} at {', '.join(f'{x}x' for x in ratios)}: {lv('rope_pi', 'finetuned')}; {lv('rope', 'finetuned')}; "
+                     f"{lv('rope_ntk', 'finetuned')}; before fine-tuning: {lv('rope')}; L' = {Lf}",
+            anchor="Chen et al. 2023 §3.2-3.3 (LLaMA 7B-65B, 2048 -> 8192-32768): PI reaches the target window within "
+                   "~200-1000 steps (passkey at every depth; PG19 / Proof-pile perplexity falling with the window), "
+                   "direct fine-tuning extends the effective window only slowly (2048 -> 2560 after 10000 steps)",
+            rule=f"per seed, the {lvl} beyond L_train up to L' (mean over {', '.join(f'{x}x' for x in inside)}), rope_pi "
+                 f"fine-tuned against rope fine-tuned (the same updates, batches and learning rate), paired t against "
+                 f"±{m:g} {unit}: holds if beyond in PI's favour, fails if beyond the other way or within; floor / "
+                 "ceiling if both sit there"))
+
+    # 4. NTK zero-shot beats PI zero-shot (bloc97).
+    if has_arm(evals, task, "rope_pi") and has_arm(evals, task, "rope_ntk"):
+        a = mean_beyond(evals, task, "rope_ntk", "zero_shot", mode, beyond)
+        b = mean_beyond(evals, task, "rope_pi", "zero_shot", mode, beyond)
+        eff = ss.paired_difference(a, b, what=("loss(rope_pi) − loss(rope_ntk), zero-shot, nats" if lm else
+                                                "accuracy(rope_ntk) − accuracy(rope_pi), zero-shot") +
+                                   f", mean over {beyond[0]}x..{R}x")
+        fl = bool(at_floor(d, task, "rope_ntk", "zero_shot", beyond, mode) and at_floor(d, task, "rope_pi", "zero_shot", beyond, mode))
+        ce = (None if lm else bool(at_ceiling(d, task, "rope_ntk", "zero_shot", beyond, mode)
+                                   and at_ceiling(d, task, "rope_pi", "zero_shot", beyond, mode)))
+        v = sv.decide(eff, m, sv.GREATER, unit=unit, ceiling=ce, floor=fl, moving_up=state(d, task, "rope", "zero_shot"),
+                      controls=True, level_margin=TEXT_MARGIN if lm else LEVEL_ACC,
+                      levels=f"{lv('rope_ntk')}; {lv('rope_pi')}",
+                      test="paired t over seeds (the same trained weights, two scalings)")
+        out.append(v.row(
+            claim=f"NTK-aware scaling beats position interpolation without fine-tuning ({task})",
+            measured=f"{lvl} at {', '.join(f'{x}x' for x in ratios)}: {lv('rope_ntk')}; {lv('rope_pi')}; {lv('rope')}",
+            anchor="bloc97 2023 (the NTK-aware scaled RoPE post; Peng et al. 2023, YaRN §3.1): without fine-tuning NTK "
+                   "scaling keeps the perplexity far lower than PI past the window",
+            rule=f"per seed, the mean {lvl} beyond L_train over {beyond[0]}x..{R}x, rope_ntk against rope_pi zero-shot "
+                 f"(the same weights), paired t against ±{m:g} {unit}: holds if beyond in NTK's favour, fails if "
+                 "beyond the other way or within; floor / ceiling if both sit there"))
+
+    # 5. ALiBi stays flat or improves beyond L_train (Press et al.'s headline), per evaluation mode.
+    if has_arm(evals, task, "alibi"):
+        parts = []
+        for md in (MODES if lm else (mode,)):
+            deg = degradation(evals, task, "alibi", "zero_shot", md, beyond)
+            eff = ss.mean_interval([-x for x in deg.values()], what=f"alibi: 1x minus beyond L_train ({md}), "
+                                   f"{'nats' if lm else 'accuracy change'} (better > 0)",
+                                   method=f"t over {len(deg)} seeds")
+            if not lm:
+                eff = ss.mean_interval([-x for x in deg.values()], what="alibi: accuracy beyond L_train minus 1x",
+                                       method=f"t over {len(deg)} seeds")
+            parts.append((md.replace("_", "-") if lm else task, sv.decide(
+                eff, m, sv.NO_WORSE, unit=unit, floor=at_floor(d, task, "alibi", "zero_shot", [1], md),
+                ceiling=None, moving_up=state(d, task, "alibi", "zero_shot"),
+                level_margin=TEXT_MARGIN if lm else LEVEL_ACC, levels=levels_text(d, task, "alibi", "zero_shot", ratios, md),
+                test="t over seeds of the per-seed change from 1x to beyond L_train (mean over the longer lengths)")))
+        v = parts[0][1] if len(parts) == 1 else sv.combine(parts, condition="the evaluation mode")
+        out.append(v.row(
+            claim=f"ALiBi's {'perplexity' if lm else 'accuracy'} stays flat or improves beyond the training length ({task})",
+            measured=f"{lvl} at {', '.join(f'{x}x' for x in ratios)}: " + "; ".join(
+                f"{md}: {levels_text(d, task, 'alibi', 'zero_shot', ratios, md)}" for md in (MODES if lm else (mode,))),
+            anchor="Press et al. 2021 Fig. 1, Tables 2-3: ALiBi's perplexity keeps falling up to several times L "
+                   "(non-overlapping evaluation); Appendix B: with sliding windows it stays about flat (the gain is "
+                   "the early-token curse)",
+            rule=f"NO_WORSE: per seed, 1x minus the mean beyond L_train over {beyond[0]}x..{R}x (positive = better), t "
+                 f"over seeds: holds if the interval lies above −{m:g} {unit}, fails if below, inconclusive if it "
+                 "straddles; text per evaluation mode, combined ('depends on the evaluation mode' if they differ)"))
+
+    # 6. PI keeps its in-window quality after fine-tuning (Chen et al.).
+    if has_arm(evals, task, "rope_pi", "finetuned"):
+        sign = -1.0 if lm else 1.0
+        a = {s: sign * v for s, v in level(evals, task, "rope_pi", "finetuned", 1, mode).items()}
+        b = {s: sign * v for s, v in level(evals, task, "rope", "zero_shot", 1, mode).items()}
+        eff = ss.paired_difference(a, b, what=("loss(rope before) − loss(rope_pi fine-tuned) at 1x, nats" if lm else
+                                                "accuracy(rope_pi fine-tuned) − accuracy(rope before) at 1x"))
+        v = sv.decide(eff, m, sv.NO_WORSE, unit=unit, floor=at_floor(d, task, "rope", "zero_shot", [1], mode),
+                      ceiling=(None if lm else bool(at_ceiling(d, task, "rope", "zero_shot", [1], mode)
+                                                    and at_ceiling(d, task, "rope_pi", "finetuned", [1], mode))),
+                      moving_up=state(d, task, "rope_pi", "finetuned"), controls=True,
+                      level_margin=TEXT_MARGIN if lm else LEVEL_ACC,
+                      test="paired t over seeds (the fine-tuned model against its own weights before)")
+        one = {k: mean_level(evals, task, e, var, 1, mode) for k, (e, var) in
+               {"rope before": ("rope", "zero_shot"), "rope_pi fine-tuned": ("rope_pi", "finetuned"),
+                "rope fine-tuned": ("rope", "finetuned"), "rope_ntk fine-tuned": ("rope_ntk", "finetuned")}.items()}
+        out.append(v.row(
+            claim=f"Position interpolation keeps the in-window (1x) quality after fine-tuning ({task})",
+            measured=f"{lvl} at 1x: " + ", ".join(f"{k} {x:.4g}" for k, x in one.items() if not math.isnan(x)),
+            anchor="Chen et al. 2023 §3.4, Table 5: the PI-extended models lose little on the original 2048 window "
+                   "(small benchmark drops)",
+            rule=f"NO_WORSE: the paired per-seed change of the 1x {lvl} from before to after PI's fine-tune: holds if "
+                 f"the interval lies above −{m:g} {unit} (at most that much worse), fails if below"))
+    return out
+
+
+def learned_row(d):
+    """Learned positions past L_train are never trained: shown by the table rows that received no
+    gradient in any update (by construction)."""
+    runs = [r for r in d["runs"] if r["positional_encoding"] == "learned" and r["variant"] == "zero_shot"]
+    if not runs:
+        return []
+    want = [int(num(r, "max_eval_len")) - int(num(r, "L_train")) for r in runs]
+    got = [int(num(r, "untrained_position_rows")) for r in runs]
+    shown = got == want
+    v = sv.by_construction("a learned table's rows past the training length receive no gradient, and a table "
+                           "shorter than the input is refused (learned_max_len, exit 2)",
+                           f"{sum(g == w for g, w in zip(got, want))} of {len(runs)} learned runs gave exactly their "
+                           f"{want[0]} rows past L_train no gradient", shown=shown,
+                           test="rows of the table whose gradient was exactly 0 at every update",
+                           effect=f"untrained rows {sorted(set(got))}, expected {sorted(set(want))}")
+    beyond = []
+    for task in TASKS:
+        if has_arm(d["eval"], task, "learned"):
+            beyond.append(f"{task}: " + levels_text(d, task, "learned", "zero_shot",
+                                                     sorted({int(num(r, 'eval_ratio')) for r in d['eval']
+                                                             if r['task'] == task}), primary_mode(task)))
+    return [v.row(claim="Learned positions cannot go past the table's length (max_len)",
+                  measured=f"untrained rows per run: {sorted(set(got))} (= max_eval_len − L_train); levels at 1x..: "
+                           + "; ".join(beyond),
+                  anchor="by construction (GPT-2/BERT position tables; Press et al. 2021 §2 use none beyond L)",
+                  rule="by construction if every learned run's rows past L_train got no gradient (weight decay alone "
+                       "moves them); "
+                       "fails (a defect) otherwise")]
+
+
 def verdicts(results_dir):
     d = load(results_dir)
-    evals = d["eval"]
     out = []
     seeds = len({r["seed"] for r in d["runs"]})
-
     # 1. The similarity table claim: an exact computation against claimed numbers.
     table = similarity_table(d)
     t512 = {t[1]: t for t in table if t[0] == 512}
@@ -486,132 +766,13 @@ def verdicts(results_dir):
                  "if independent Gaussian q, k stay within 10% of the distance-0 |score| (no decay) while q = k "
                  "falls below 50%; 'holds' if both decay; 'fails' if q = k does not fall below 50%"))
 
-    # 3-5. Trained models, per task: trends over every evaluation length.
+    # 3-8. Trained models, per task; the learned table by construction.
     for task in TASKS:
-        rows = [r for r in evals if r["task"] == task]
-        if not rows:
-            continue
-        column, higher = metric_of(task)
-        unit = "perplexity" if task == "char_lm" else "accuracy"
-        ratios = sorted({int(num(r, "eval_ratio")) for r in rows})
-        R = ratios[-1]
-        beyond = [x for x in ratios if x >= 2]
-        n_seeds = len({r["seed"] for r in rows})
-        lm = task == "char_lm"
-        slope_m, lvl_m = (LOSS_SLOPE, LOSS_MARGIN) if lm else (ACC_SLOPE, ACC_MARGIN)
-        s_unit = "nats per doubling" if lm else "accuracy per doubling"
-        metric_txt = "log perplexity (nats)" if lm else "accuracy"
-        has = {e for e in ("sinusoidal", "rope", "rope_pi") if any(r["positional_encoding"] == e for r in rows)}
-
-        def pts(enc, variant="zero_shot"):
-            return {s: [(math.log2(x), v) for x, v in sorted(byr.items())]
-                    for s, byr in per_seed(evals, task, enc, variant).items()}
-
-        def lv_txt(enc, variant="zero_shot"):
-            return f"{enc}{' (fine-tuned)' if variant == 'finetuned' else ''} " + ", ".join(
-                f"{v:.3g}" for v in levels(d, task, enc, variant, ratios))
-
-        trend_test = (f"per-seed OLS slope of the {metric_txt} against log2 of the evaluation length "
-                      f"({len(ratios)} lengths, 1x to {R}x L_train), t over seeds")
-        floor_txt = ("the unigram loss" if lm else "the best predictor that ignores the dependency at that "
-                     "length (copy: the most frequent source symbol; mqar: the key-agnostic predictor)")
-
-        # sinusoidal beyond L_train: its trend over lengths.
-        if "sinusoidal" in has and R >= 2:
-            eff = ss.trend(pts("sinusoidal"), what=f"sinusoidal slope, {s_unit}")
-            v = sv.decide(eff, slope_m, sv.GREATER if lm else sv.LESS, unit=s_unit,
-                          ceiling=at_ceiling(d, task, "sinusoidal", "zero_shot", ratios),
-                          floor=at_floor(d, task, "sinusoidal", "zero_shot", [1]),
-                          moving_up=state(d, task, "sinusoidal", "zero_shot"), level_margin=lvl_m,
-                          levels=f"{metric_txt} at 1x..{R}x: {lv_txt('sinusoidal')}", test=trend_test)
-            a1, a2 = _stat(evals, task, "sinusoidal", "zero_shot", 1, column), _stat(evals, task, "sinusoidal", "zero_shot", 2, column)
-            extra = f" (ratio {a2[0] / a1[0]:.2f})" if lm else ""
-            out.append(v.row(
-                claim=f"Sinusoidal encodings fail beyond the training length ({task})",
-                measured=f"sinusoidal {unit} at 1x L_train {fmt(a1[0], a1[1])}, at 2x {fmt(a2[0], a2[1])}{extra}, "
-                         f"at {R}x {fmt(*_stat(evals, task, 'sinusoidal', 'zero_shot', R, column)[:2])}; "
-                         f"{metric_txt} at 1x..{R}x: {lv_txt('sinusoidal')} ({n_seeds} seeds)",
-                anchor="Press et al. 2021 (ALiBi) Fig. 1/Table: sinusoidal perplexity more than doubles at 2x the training length",
-                rule=f"the slope of the {metric_txt} against log2 of the evaluation length, per seed over 1x..{R}x: holds "
-                     f"if its interval lies {'above +' if lm else 'below −'}{slope_m:g} {s_unit} (it degrades), fails "
-                     f"if beyond the margin the other way or within ±{slope_m:g}; inconclusive: floor if the model "
-                     f"is within {lvl_m:g} of {floor_txt} already at 1x (it did not learn the task), ceiling if "
-                     f"within {ACC_MARGIN:g} of accuracy 1 at every length"))
-
-        # rope vs sinusoidal: the paired difference of their trends.
-        if {"rope", "sinusoidal"} <= has and R >= 2:
-            a_pts, b_pts = (pts("sinusoidal"), pts("rope")) if lm else (pts("rope"), pts("sinusoidal"))
-            eff = ss.trend_difference(a_pts, b_pts, what=(f"slope(sinusoidal) − slope(rope), {s_unit}" if lm else
-                                                          f"slope(rope) − slope(sinusoidal), {s_unit}"))
-            learned_floor = at_floor(d, task, "rope", "zero_shot", [1]) or at_floor(d, task, "sinusoidal", "zero_shot", [1])
-            both_floor = bool(at_floor(d, task, "rope", "zero_shot", beyond) and
-                              at_floor(d, task, "sinusoidal", "zero_shot", beyond))
-            both_ceiling = bool(at_ceiling(d, task, "rope", "zero_shot", ratios) and
-                                at_ceiling(d, task, "sinusoidal", "zero_shot", ratios)) if not lm else None
-            ms, mr = state(d, task, "sinusoidal", "zero_shot"), state(d, task, "rope", "zero_shot")
-            v = sv.decide(eff, slope_m, sv.GREATER, unit=s_unit, ceiling=both_ceiling,
-                          floor=bool(learned_floor or both_floor), moving_up=mr, moving_down=ms,
-                          level_margin=lvl_m, test="paired " + trend_test,
-                          levels=f"{metric_txt} at 1x..{R}x: {lv_txt('rope')}; {lv_txt('sinusoidal')}")
-            ro, si = _stat(evals, task, "rope", "zero_shot", 2, column), _stat(evals, task, "sinusoidal", "zero_shot", 2, column)
-            out.append(v.row(
-                claim=f"Rotary (RoPE) degrades less than sinusoidal beyond the training length ({task})",
-                measured=f"{unit} at 2x L_train: rope {fmt(ro[0], ro[1])}, sinusoidal {fmt(si[0], si[1])}; at {R}x: rope "
-                         f"{fmt(*_stat(evals, task, 'rope', 'zero_shot', R, column)[:2])}, sinusoidal "
-                         f"{fmt(*_stat(evals, task, 'sinusoidal', 'zero_shot', R, column)[:2])}; {metric_txt} at "
-                         f"1x..{R}x: {lv_txt('rope')}; {lv_txt('sinusoidal')}",
-                anchor="Press et al. 2021: rotary extrapolates somewhat better than sinusoidal, far worse than ALiBi",
-                rule=f"the paired per-seed difference of the two slopes (rope degrading less is positive) against "
-                     f"±{slope_m:g} {s_unit}: holds if beyond +{slope_m:g}, fails if below −{slope_m:g} or within; "
-                     f"inconclusive: floor if either is within {lvl_m:g} of {floor_txt} at 1x or both are at every "
-                     f"length beyond L_train (both collapsed), ceiling if both are within {ACC_MARGIN:g} of 1 "
-                     "everywhere; not converged if the arm that could close the gap was still improving"))
-
-        # rope_pi (fine-tuned) vs rope: the paired difference averaged over the lengths beyond L_train.
-        if {"rope_pi", "rope"} <= has:
-            ft = per_seed(evals, task, "rope_pi", "finetuned")
-            ro = per_seed(evals, task, "rope", "zero_shot")
-            sign = -1.0 if lm else 1.0
-
-            def beyond_mean(ps):
-                return {s: sum(byr[x] for x in beyond) / len(beyond) for s, byr in ps.items()
-                        if all(x in byr for x in beyond)}
-            if not ft or not beyond:
-                eff = ss.mean_interval([], what="no fine-tuned rows")
-            else:
-                bf, br = beyond_mean(ft), beyond_mean(ro)
-                eff = ss.paired_difference({s: sign * v for s, v in bf.items()}, {s: sign * v for s, v in br.items()},
-                                           what=(f"rope − rope_pi (fine-tuned), loss in nats, mean over 2x..{R}x" if lm else
-                                                 f"rope_pi (fine-tuned) − rope, accuracy, mean over 2x..{R}x"))
-            both_floor = bool(at_floor(d, task, "rope_pi", "finetuned", beyond) and
-                              at_floor(d, task, "rope", "zero_shot", beyond)) if ft else None
-            both_ceiling = bool(at_ceiling(d, task, "rope_pi", "finetuned", beyond) and
-                                at_ceiling(d, task, "rope", "zero_shot", beyond)) if (ft and not lm) else None
-            v = sv.decide(eff, lvl_m, sv.GREATER, unit="nats" if lm else "accuracy", ceiling=both_ceiling,
-                          floor=both_floor, moving_up=state(d, task, "rope_pi", "finetuned"),
-                          moving_down=state(d, task, "rope", "zero_shot"), controls=False, level_margin=lvl_m,
-                          test=f"paired t over seeds of the mean over the {len(beyond)} lengths beyond L_train",
-                          levels=(f"{metric_txt} at 1x..{R}x: {lv_txt('rope_pi', 'finetuned')}; {lv_txt('rope')}"
-                                  if ft else ""))
-            f8 = _stat(evals, task, "rope_pi", "finetuned", R, column)
-            zs = _stat(evals, task, "rope_pi", "zero_shot", R, column)
-            r8 = _stat(evals, task, "rope", "zero_shot", R, column)
-            out.append(v.row(
-                claim=f"RoPE with position interpolation extends further than plain RoPE ({task})",
-                measured=f"{unit} at {R}x L_train: rope_pi fine-tuned {fmt(f8[0], f8[1]) if f8[2] else 'n/a'}, "
-                         f"rope_pi zero-shot {fmt(zs[0], zs[1])}, rope {fmt(r8[0], r8[1])}"
-                         + (f"; {metric_txt} at 1x..{R}x: {lv_txt('rope_pi', 'finetuned')}; {lv_txt('rope_pi')}; "
-                            f"{lv_txt('rope')}" if ft else ""),
-                anchor="Chen et al. 2023: PI + ~1000 fine-tuning steps extends LLaMA 2k -> 32k with low perplexity; "
-                       "PI without fine-tuning is worse than with",
-                rule=f"per seed, the {metric_txt} averaged over the lengths beyond L_train (2x..{R}x), rope_pi after "
-                     f"fine-tuning against rope, paired t against ±{lvl_m:g}: holds if beyond in rope_pi's favour, "
-                     f"fails if beyond the other way or within; inconclusive: floor / ceiling if both are within "
-                     f"{lvl_m:g} of {floor_txt} / of 1 at every length beyond; controls not matched: only rope_pi is "
-                     "fine-tuned (no fine-tuned RoPE control)"))
+        out += trained_rows(d, task)
+    out += learned_row(d)
     if not out:
         raise st.NoClaimRows(f"{results_dir}: no rows to decide any claim (each claim compares built-in "
-                             "encodings: sinusoidal alone, rope against sinusoidal, rope_pi against rope)")
+                             "encodings: sinusoidal alone, rope against sinusoidal, the rope variants, alibi)")
     return out
 
 
@@ -621,8 +782,8 @@ def main(argv):
         d = load(res)
         st.setup()
         out_dir = os.path.join(res, "figures")
-        paths = []
-        for task in TASKS:
+        paths = plot_text(d, out_dir)
+        for task in TASKS[1:]:
             paths += plot_task(d, task, out_dir)
         paths += plot_similarity(d, out_dir)
         paths += plot_rope_decay(d, out_dir)

@@ -160,7 +160,7 @@ def disk_checks(binary, name, ref, tmp):
 
 # Part 5, per experiment: the cell (sweep key -> value), overrides that make its training last a
 # second or so (tiny cells train in milliseconds), and --checkpoint-every. Each cell is one that
-# trains: position_extrapolation's rope_pi trains two phases (pretrain, finetune),
+# trains: position_extrapolation's rope cell trains several phases (pilot, pretrain, three fine-tunes),
 # norm_stability's batch study trains a pilot trial per learning rate and one run per batch size
 # for LayerNorm and BatchNorm (running statistics are buffers), attention_ablations' majority arm
 # is the encoder-decoder family, parallel_speedup's tta:lstm cell runs the learning-rate pilot and
@@ -168,8 +168,9 @@ def disk_checks(binary, name, ref, tmp):
 CKPT = {
     "long_range_recall": ({"task": "copy_memory", "model": "transformer_decoder"},
                           {"steps": 600, "log_every": 50}, 50),
-    "position_extrapolation": ({"task": "copy", "positional_encoding": "rope_pi"},
-                               {"steps": 400, "finetune_steps": 300, "log_every": 50}, 40),
+    "position_extrapolation": ({"task": "copy", "encoding": "rope"},
+                               {"steps_copy": 400, "finetune_steps": 300, "finetune_tasks": "copy",
+                                "log_every": 50}, 40),
     "norm_stability": ({"study": "batch"},
                        {"examples": 4000, "log_points": 50, "divergence_factor": 1000}, 100),
     "attention_ablations": ({"arm": "majority:encoder_decoder:separate:2"},

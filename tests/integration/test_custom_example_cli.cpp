@@ -88,7 +88,7 @@ TEST_CASE("custom_example rejects bad input with exit 2 and writes nothing", "[i
   }
   const Run help = run({"--help"}, d.path);
   CHECK(help.code == 0);
-  CHECK_THAT(help.out, Catch::Contains("sinusoidal|learned|rope|rope_pi|rope_ntk|alibi|none|ramp"));
+  CHECK_THAT(help.out, Catch::Contains("sinusoidal|learned|rope|rope_pi|rope_ntk|alibi|none|t5_bias|ramp"));
 }
 
 TEST_CASE("custom_example at tiny scale writes every column and reruns byte-identically", "[integration][custom_example]") {

@@ -1,8 +1,9 @@
 // The position_extrapolation binary at tiny scale: every task x every encoding trains and writes
-// valid tables; the analysis numbers match closed forms computed here independently (direct loops
-// over the formulas, not the library); same seed gives the same metric columns; bad input (a
-// learned table too small for the longest evaluation, a missing corpus...) exits 2 naming the key
-// and writes nothing.
+// valid tables on the KJV (Debian's bible-kjv, prepared by the text task) and with --corpus on
+// another file (the committed KJV excerpt, whose unigram baseline is recomputed here directly);
+// the analysis numbers match closed forms computed here independently (direct loops over the
+// formulas, not the library); same seed gives the same metric columns; bad input exits 2 naming
+// the key and writes nothing.
 #include <catch2/catch.hpp>
 #include "cli.hpp"
 #include "temp_dir.hpp"
@@ -10,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,36 +25,27 @@ using Catch::Matchers::WithinRel;
 namespace {
 
 const std::string kBinary = SEQLAB_EXPERIMENTS_BIN_DIR "/position_extrapolation";
+const std::string kExcerpt = SEQLAB_SOURCE_DIR "/tests/golden/kjv_excerpt.txt";
 
 Run run(const std::vector<std::string>& args, const fs::path& io_dir) {
   return seqlab::test::cli::run(kBinary, args, io_dir);
 }
 
-/// Every encoding, every task, 1 seed: a few updates of a width-8 decoder. `extra` ("--key=value")
-/// replaces the tiny value of the same key (a key given twice is an error of the binary).
+const std::vector<std::string> kEncodings = {"sinusoidal", "learned", "rope", "alibi", "none", "t5_bias"};
+
+/// configs/tiny.ini (every task, L_train 16, ratios 1 and 2, a width-8 decoder for a few updates)
+/// with every encoding and 1 seed, plus `extra` ("--key=value"; a key given twice is an error of
+/// the binary, so the encoding and seeds are only added when `extra` does not set them).
 std::vector<std::string> tiny(const fs::path& out, std::vector<std::string> extra = {}) {
-  std::vector<std::pair<std::string, std::string>> kv = {
-      {"L_train", "8"}, {"min_train_len", "6"}, {"max_eval_ratio", "3"}, {"d_model", "8"},
-      {"n_heads", "2"}, {"d_ff", "8"}, {"num_layers", "1"}, {"steps", "6"}, {"warmup_steps", "2"},
-      {"batch", "4"}, {"eval_batch", "4"}, {"finetune_steps", "3"}, {"finetune_ratio", "2"},
-      {"finetune_warmup_steps", "1"}, {"log_every", "3"}, {"mqar_n_pairs", "1"},
-      {"mqar_n_queries", "1"}, {"mqar_n_keys", "4"}, {"mqar_n_values", "4"}, {"copy_alphabet", "4"},
-      {"analysis_samples", "2000"}, {"rope_max_distance", "300"}, {"alias_search_to", "200"},
-      {"seeds", "1"}};
-  std::vector<std::string> a;
-  for (const auto& [k, v] : kv) {
-    bool overridden = false;
-    for (const auto& e : extra) overridden = overridden || e.rfind("--" + k + "=", 0) == 0;
-    if (!overridden) a.push_back("--" + k + "=" + v);
-  }
+  std::vector<std::string> a = {"--scale=tiny", "--quiet", "--out=" + out.string()};
+  const auto has = [&](const std::string& k) {
+    return std::any_of(extra.begin(), extra.end(), [&](const std::string& e) { return e.rfind("--" + k + "=", 0) == 0; });
+  };
+  if (!has("encoding")) a.push_back("--encoding=sinusoidal,learned,rope,alibi,none,t5_bias");
+  if (!has("seeds")) a.push_back("--seeds=1");
   a.insert(a.end(), extra.begin(), extra.end());
-  a.push_back("--quiet");
-  a.push_back("--out=" + out.string());
   return a;
 }
-
-const std::vector<std::string> kEncodings = {"sinusoidal", "learned", "rope", "rope_pi",
-                                             "rope_ntk", "alibi", "none"};
 
 // Independent formulas (Vaswani et al. §3.5; RoFormer eq. 34, 37-38).
 double omega(std::size_t i, std::size_t D) { return std::pow(10000.0, -2.0 * double(i) / double(D)); }
@@ -60,41 +54,70 @@ double pe(double p, std::size_t j, std::size_t D) {
   return j % 2 == 0 ? std::sin(a) : std::cos(a);
 }
 
-}  // namespace
+/// The add-one unigram of a corpus file's train split on the first n targets of its test split
+/// (tasks/text.hpp TextCorpus::unigram_loss), for an ASCII file split contiguously by fractions.
+double unigram_loss_of_file(const std::string& path, double valid_fraction, double test_fraction, std::size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t N = text.size();
+  const auto n_valid = static_cast<std::size_t>(std::llround(valid_fraction * double(N)));
+  const auto n_test = static_cast<std::size_t>(std::llround(test_fraction * double(N)));
+  const std::string train = text.substr(0, N - n_valid - n_test), test = text.substr(N - n_test);
+  std::map<char, double> count;
+  for (char c : train) count[c] += 1;
+  const double V = double(count.size()) + 1;  // + the unknown id
+  double loss = 0;
+  const std::size_t k = std::min(n, test.size() - 1);
+  for (std::size_t j = 1; j <= k; ++j) {
+    const auto it = count.find(test[j]);
+    loss -= std::log(((it == count.end() ? 0.0 : it->second) + 1) / (double(train.size()) + V));
+  }
+  return loss / double(k);
+}
 
-TEST_CASE("position_extrapolation trains every encoding on every task at tiny scale", "[integration][position_extrapolation]") {
-  REQUIRE(fs::exists(kBinary));
-  seqlab::test::TempDir d("seqlab_pe_cli");
-  const fs::path out = d.path / "res";
-  const Run r = run(tiny(out), d.path);
-  INFO(r.err);
-  REQUIRE(r.code == 0);
-
+/// Checks shared by the KJV and the --corpus runs: the tables' columns, the rope variants and the
+/// fine-tunes, the buckets, both text evaluation modes scoring the same targets.
+void check_tables(const fs::path& out, std::size_t n_tasks, std::size_t finetune_tasks) {
   const Csv runs = read_csv(out / "position_extrapolation.csv");
   CHECK(runs.header == std::vector<std::string>{
-                           "experiment", "task", "positional_encoding", "variant", "seed", "derived_seed",
-                           "L_train", "max_eval_len", "d_model", "num_layers", "n_heads", "n_params",
-                           "vocab_size", "steps", "finetune_len", "finetune_steps", "steps_done", "diverged",
-                           "diverged_step", "final_train_loss", "train_time_s"});
-  // 4 tasks x 7 encodings, plus one fine-tuned row per training task for rope_pi.
-  CHECK(runs.rows.size() == 28 + 3);
-  const Csv ev = read_csv(out / "position_extrapolation_eval.csv");
-  CHECK(ev.header == std::vector<std::string>{
-                         "experiment", "task", "positional_encoding", "variant", "seed", "L_train", "eval_len",
-                         "eval_ratio", "bucket", "n_scored", "loss_nats", "perplexity", "accuracy",
-                         "chance_accuracy", "chance_loss_nats"});
-  // (3 tasks x 7 encodings + 3 fine-tuned) x 3 lengths x 3 buckets.
-  CHECK(ev.rows.size() == (3 * 7 + 3) * 3 * 3);
+                           "experiment", "task", "positional_encoding", "variant", "seed", "derived_seed", "L_train",
+                           "max_eval_len", "d_model", "num_layers", "n_heads", "n_params", "vocab_size", "steps",
+                           "lr", "lr_pilot", "finetune_len", "finetune_steps", "finetune_lr", "steps_done",
+                           "diverged", "diverged_step", "final_train_loss", "untrained_position_rows",
+                           "train_time_s"});
+  // Per task: 6 encodings + rope_pi and rope_ntk zero-shot, + 3 fine-tuned where fine-tuned.
+  CHECK(runs.rows.size() == n_tasks * 8 + finetune_tasks * 3);
   std::set<std::string> seen;
+  for (std::size_t i = 0; i < runs.rows.size(); ++i) {
+    INFO("run row " << i);
+    seen.insert(runs.at(i, "task") + "/" + runs.at(i, "positional_encoding") + "/" + runs.at(i, "variant"));
+    // The pilot chose one of the grid's rates and reports both trials.
+    CHECK((runs.at(i, "lr") == "0.001" || runs.at(i, "lr") == "0.003"));
+    CHECK(runs.at(i, "lr_pilot").find("0.001:") == 0);
+    CHECK(runs.at(i, "lr_pilot").find(";0.003:") != std::string::npos);
+    // Learned: the table's rows past L_train (16 of 32) are exactly their initial values.
+    CHECK(runs.num(i, "untrained_position_rows") == (runs.at(i, "positional_encoding") == "learned" ? 16 : 0));
+    if (runs.at(i, "variant") == "finetuned") {
+      CHECK(runs.num(i, "finetune_len") == 32);
+      CHECK(runs.num(i, "finetune_steps") == 3);
+      CHECK_THAT(runs.num(i, "finetune_lr"), WithinRel(0.2 * runs.num(i, "lr"), 1e-6));
+    }
+  }
+  for (const char* v : {"rope_pi", "rope_ntk"}) CHECK(seen.count(std::string("text/") + v + "/zero_shot") == 1);
+  for (const char* v : {"rope", "rope_pi", "rope_ntk"}) CHECK(seen.count(std::string("text/") + v + "/finetuned") == 1);
+
+  const Csv ev = read_csv(out / "position_extrapolation_eval.csv");
+  CHECK(ev.header == std::vector<std::string>{"experiment", "task", "positional_encoding", "variant", "seed", "mode",
+                                              "stride", "L_train", "eval_len", "eval_ratio", "bucket", "n_scored",
+                                              "loss_nats", "perplexity", "accuracy", "baseline_accuracy",
+                                              "baseline_loss_nats"});
+  std::map<std::string, double> text_all;  // "mode/length/encoding/variant" -> n_scored
   for (std::size_t i = 0; i < ev.rows.size(); ++i) {
     INFO("eval row " << i);
-    const std::string task = ev.at(i, "task"), enc = ev.at(i, "positional_encoding");
-    seen.insert(task + "/" + enc + "/" + ev.at(i, "variant"));
-    CHECK(ev.num(i, "eval_len") == 8 * ev.num(i, "eval_ratio"));
-    const std::string bucket = ev.at(i, "bucket");
+    const std::string task = ev.at(i, "task"), bucket = ev.at(i, "bucket"), mode = ev.at(i, "mode");
+    CHECK(ev.num(i, "eval_len") == 16 * ev.num(i, "eval_ratio"));
     const double n = ev.num(i, "n_scored");
-    // At 1x L_train no position lies beyond L_train; the bucket is empty (n 0, loss nan).
-    if (bucket == "beyond_train_len" && ev.num(i, "eval_ratio") == 1) {
+    if (bucket == "beyond_train_len" && ev.num(i, "eval_ratio") == 1) {  // nothing lies beyond at 1x
       CHECK(n == 0);
       CHECK(ev.at(i, "loss_nats") == "nan");
       continue;
@@ -102,34 +125,91 @@ TEST_CASE("position_extrapolation trains every encoding on every task at tiny sc
     if (bucket == "all") CHECK(n > 0);
     if (n > 0) {
       CHECK(std::isfinite(ev.num(i, "loss_nats")));
-      CHECK(ev.num(i, "accuracy") >= 0);
-      CHECK(ev.num(i, "accuracy") <= 1);
       CHECK_THAT(ev.num(i, "perplexity"), WithinRel(std::exp(ev.num(i, "loss_nats")), 1e-6));
     }
-    if (task == "copy") CHECK(ev.num(i, "chance_accuracy") == 0.25);
-    // MQAR's baseline is the key-agnostic predictor's (the most frequent value of the context):
-    // with one pair per row that value is the answer, loss 0 and accuracy 1.
-    if (task == "mqar") CHECK(ev.num(i, "chance_loss_nats") == 0);
-    if (task == "mqar") CHECK(ev.num(i, "chance_accuracy") == 1);
+    if (task == "text") {
+      CHECK((mode == "non_overlapping" || mode == "sliding"));
+      CHECK(ev.num(i, "stride") == (mode == "sliding" ? 8 : ev.num(i, "eval_len")));
+      if (bucket == "all") {
+        CHECK(n == 64);  // eval_tokens: the same targets at every length and in both modes
+        text_all[mode + "/" + ev.at(i, "eval_len") + "/" + ev.at(i, "positional_encoding") + "/" + ev.at(i, "variant")] = n;
+      }
+    } else {
+      CHECK(mode == "rows");
+      CHECK(ev.num(i, "stride") == 0);
+      const bool dist = bucket.rfind("distance_", 0) == 0;
+      if (dist) CHECK(task != "copy");  // copy's evidence is always copy_lag back: no distance buckets
+    }
+    // Baselines: passkey guesses among the unused digits (2 digits: (1/10 + 1/9) / 2).
+    if (task == "passkey") CHECK_THAT(ev.num(i, "baseline_accuracy"), WithinRel((0.1 + 1.0 / 9) / 2, 1e-6));
+    if (task == "mqar" || task == "copy") {
+      CHECK(ev.num(i, "baseline_accuracy") > 0);
+      CHECK(ev.num(i, "baseline_accuracy") <= 1);
+    }
   }
-  for (const char* task : {"copy", "mqar", "char_lm"}) {
-    for (const auto& enc : kEncodings) CHECK(seen.count(std::string(task) + "/" + enc + "/zero_shot") == 1);
-    CHECK(seen.count(std::string(task) + "/rope_pi/finetuned") == 1);
-  }
-  // Copy at length 8: n = 3 symbols, 4 rows -> 12 scored positions, all < L_train.
-  for (std::size_t i = 0; i < ev.rows.size(); ++i)
-    if (ev.at(i, "task") == "copy" && ev.num(i, "eval_len") == 8 && ev.at(i, "bucket") == "all")
-      CHECK(ev.num(i, "n_scored") == 12);
-  // Steps: pretraining 6 updates logged every 3 (rows 3, 6) per training cell, fine-tune 3 (row 3).
-  const Csv steps = read_csv(out / "position_extrapolation_steps.csv");
-  CHECK(steps.rows.size() == 21 * 2 + 3 * 1);
+  // text: 2 modes x 2 lengths x (6 encodings + 2 zero-shot variants + 3 fine-tuned).
+  CHECK(text_all.size() == 2 * 2 * 11);
   CHECK(fs::exists(out / "position_extrapolation.meta.json"));
+  // The pilot table: each trained arm's two trials once (replicate 0), one chosen.
+  const Csv pilot = read_csv(out / "position_extrapolation_pilot.csv");
+  CHECK(pilot.rows.size() == n_tasks * 6 * 2);
+  double chosen = 0;
+  for (std::size_t i = 0; i < pilot.rows.size(); ++i) chosen += pilot.num(i, "chosen");
+  CHECK(chosen == n_tasks * 6);
+}
+
+}  // namespace
+
+TEST_CASE("position_extrapolation trains every encoding on every task at tiny scale on the KJV",
+          "[integration][position_extrapolation]") {
+  REQUIRE(fs::exists(kBinary));
+  seqlab::test::TempDir d("seqlab_pe_cli");
+  const fs::path out = d.path / "res";
+  const Run r = run(tiny(out, {"--task=text,copy,mqar,passkey"}), d.path);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  check_tables(out, 4, 2);  // tiny.ini fine-tunes text and passkey
+  // The KJV's vocabulary: 63 characters of the train split plus the unknown id (lib/README.md).
+  const Csv runs = read_csv(out / "position_extrapolation.csv");
+  for (std::size_t i = 0; i < runs.rows.size(); ++i)
+    if (runs.at(i, "task") == "text") CHECK(runs.num(i, "vocab_size") == 64);
+  // The pilots are cached once per arm.
+  std::size_t cached = 0;
+  for (const auto& e : fs::directory_iterator(out / "pilots")) cached += e.path().extension() == ".json" ? 1 : 0;
+  CHECK(cached == 4 * 6);
+  // Steps: pretraining 6 updates logged every 3 (rows 3, 6) per training cell; fine-tunes 3 (row 3).
+  CHECK(read_csv(out / "position_extrapolation_steps.csv").rows.size() == 4 * 6 * 2 + 2 * 3);
+}
+
+TEST_CASE("position_extrapolation trains on another corpus file given with --corpus",
+          "[integration][position_extrapolation]") {
+  seqlab::test::TempDir d("seqlab_pe_cli");
+  const fs::path out = d.path / "res";
+  const Run r = run(tiny(out, {"--task=text", "--corpus=" + kExcerpt, "--valid_fraction=0.1", "--test_fraction=0.1"}),
+                    d.path);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  check_tables(out, 1, 1);
+  // The baseline is the add-one unigram of the file's own train split, computed here directly.
+  const double want = unigram_loss_of_file(kExcerpt, 0.1, 0.1, 64);
+  const Csv ev = read_csv(out / "position_extrapolation_eval.csv");
+  for (std::size_t i = 0; i < ev.rows.size(); ++i) CHECK_THAT(ev.num(i, "baseline_loss_nats"), WithinRel(want, 1e-6));
+  // Bytes of the same ASCII file: the same corpus.
+  const fs::path out2 = d.path / "bytes";
+  const Run rb = run(tiny(out2, {"--task=text", "--encoding=alibi", "--corpus=" + kExcerpt, "--unit=byte",
+                                 "--valid_fraction=0.1", "--test_fraction=0.1"}),
+                     d.path);
+  INFO(rb.err);
+  REQUIRE(rb.code == 0);
+  const Csv eb = read_csv(out2 / "position_extrapolation_eval.csv");
+  REQUIRE(!eb.rows.empty());
+  CHECK_THAT(eb.num(0, "baseline_loss_nats"), WithinRel(want, 1e-6));
 }
 
 TEST_CASE("position_extrapolation analysis numbers match closed forms", "[integration][position_extrapolation]") {
   seqlab::test::TempDir d("seqlab_pe_cli");
   const fs::path out = d.path / "res";
-  const Run r = run(tiny(out, {"--task=analysis"}), d.path);
+  const Run r = run(tiny(out, {"--task=analysis", "--L_train=8", "--eval_ratios=1 2 3"}), d.path);
   INFO(r.err);
   REQUIRE(r.code == 0);
 
@@ -232,22 +312,23 @@ TEST_CASE("position_extrapolation analysis numbers match closed forms", "[integr
     CHECK_THAT(rd.num(i, "mean_score_shared"), WithinAbs(shared, 1.3));
     CHECK_THAT(rd.num(i, "mean_abs_score_iid"), WithinAbs(e_abs, 0.9));
   }
-  // rope: scale 1; rope_pi / rope_ntk: scales 2 (powers of two up to max_eval_ratio 3).
+  // The rope cell: scale 1; its rope_pi and rope_ntk: scale 2 (powers of two up to the longest
+  // evaluation ratio, 3).
   CHECK(curves == std::set<std::string>{"rope/1", "rope_pi/2", "rope_ntk/2"});
   // Analysis cells write one main-table row each and no training rows.
   const Csv runs = read_csv(out / "position_extrapolation.csv");
-  CHECK(runs.rows.size() == 7);
+  CHECK(runs.rows.size() == 6);
   for (std::size_t i = 0; i < runs.rows.size(); ++i) CHECK(runs.at(i, "variant") == "analysis");
   CHECK(read_csv(out / "position_extrapolation_eval.csv").rows.empty());
 }
 
 TEST_CASE("position_extrapolation is deterministic for the same seed", "[integration][position_extrapolation]") {
   seqlab::test::TempDir d("seqlab_pe_cli");
-  const std::vector<std::string> sub = {"--task=copy,char_lm", "--positional_encoding=rope_pi,learned"};
+  const std::vector<std::string> sub = {"--task=copy,text", "--encoding=rope,learned"};
   REQUIRE(run(tiny(d.path / "a", sub), d.path).code == 0);
   REQUIRE(run(tiny(d.path / "b", sub), d.path).code == 0);
   REQUIRE(run(tiny(d.path / "c", [&] { auto s = sub; s.push_back("--seed=7"); return s; }()), d.path).code == 0);
-  for (const char* t : {"_eval.csv", "_steps.csv"}) {
+  for (const char* t : {"_eval.csv", "_steps.csv", "_pilot.csv"}) {
     INFO(t);
     const std::string a = slurp(d.path / "a" / (std::string("position_extrapolation") + t));
     CHECK(a == slurp(d.path / "b" / (std::string("position_extrapolation") + t)));
@@ -258,37 +339,43 @@ TEST_CASE("position_extrapolation is deterministic for the same seed", "[integra
 TEST_CASE("position_extrapolation rejects bad input with exit 2 and writes nothing", "[integration][position_extrapolation]") {
   seqlab::test::TempDir d("seqlab_pe_cli");
   const fs::path out = d.path / "res";
+  const fs::path empty = d.path / "empty.txt", shortf = d.path / "short.txt", binary = d.path / "binary.bin";
+  std::ofstream(empty).close();
+  std::ofstream(shortf) << std::string(300, 'a') << "\n";
+  std::ofstream(binary, std::ios::binary) << std::string("\xff\xfe\x00\x01 not utf-8", 15);
   struct Case {
     std::vector<std::string> args;
     std::vector<std::string> expect;
   };
   const std::vector<Case> cases = {
-      // A learned table of 16 rows cannot cover the evaluation at 3 x 8 = 24 positions.
-      {{"--positional_encoding=learned", "--learned_max_len=16"},
-       {"learned_max_len", "'16'", "24"}},
-      {{"--min_train_len=9"}, {"min_train_len", "'9'", "<= L_train (8)"}},
-      {{"--task=mqar", "--mqar_n_pairs=2", "--mqar_n_queries=2"}, {"min_train_len", "8 tokens"}},
-      {{"--task=mqar", "--mqar_n_queries=2"}, {"mqar_n_queries", "mqar_n_pairs"}},
-      {{"--task=mqar", "--mqar_n_keys=0"}, {"mqar_n_keys"}},
-      {{"--task=char_lm", "--corpus=/nonexistent/text.txt"}, {"corpus", "/nonexistent/text.txt"}},
-      {{"--task=char_lm", "--max_eval_ratio=64", "--L_train=512"}, {"corpus", "test split"}},
-      {{"--positional_encoding=rope", "--d_model=6", "--n_heads=2"}, {"n_heads"}},
-      {{"--positional_encoding=cosine"}, {"positional_encoding", "'cosine'", "rope_pi"}},
+      // A learned table of 24 rows cannot cover the evaluation at 2 x 16 = 32 positions.
+      {{"--encoding=learned", "--learned_max_len=24"}, {"learned_max_len", "'24'", "32"}},
+      {{"--copy_lag=9"}, {"copy_lag", "'9'", "L_train / 2"}},
+      {{"--sliding_stride=16"}, {"sliding_stride", "'16'"}},
+      {{"--eval_ratios=2 4"}, {"eval_ratios", "starting with 1"}},
+      {{"--task=mqar", "--mqar_n_queries=3"}, {"n_queries"}},
+      {{"--task=mqar", "--mqar_n_pairs=5", "--mqar_n_queries=4", "--mqar_n_keys=8"}, {"seq_len"}},
+      {{"--task=text", "--corpus=/nonexistent/text.txt"}, {"corpus", "/nonexistent/text.txt"}},
+      {{"--task=text", "--corpus=" + empty.string()}, {"corpus", "empty"}},
+      {{"--task=text", "--corpus=" + shortf.string()}, {"valid_fraction", "fewer than one window"}},
+      {{"--task=text", "--corpus=" + binary.string()}, {"corpus", "unit = byte"}},
+      {{"--task=text", "--corpus=" + kExcerpt, "--test_fraction=0.7"}, {"test_fraction"}},
+      {{"--encoding=rope", "--d_model=6", "--n_heads=2"}, {"n_heads"}},
+      {{"--encoding=cosine"}, {"encoding", "'cosine'", "t5_bias"}},
       {{"--task=translation"}, {"task", "'translation'"}},
-      {{"--steps=10", "--warmup_steps=20"}, {"warmup_steps", "<= steps"}},
-      {{"--max_eval_ratio=0"}, {"max_eval_ratio", "'0'"}},
+      {{"--steps_copy=1", "--task=copy"}, {"warmup_steps", "steps_copy"}},
+      {{"--lr_grid=0.001 -1"}, {"lr_grid"}},
   };
   for (const auto& c : cases) {
-    std::vector<std::string> args = tiny(out, c.args);
-    const Run r = run(args, d.path);
+    const Run r = run(tiny(out, c.args), d.path);
     INFO(c.args.back() << " -> " << r.err);
     CHECK(r.code == 2);
     for (const auto& e : c.expect) CHECK_THAT(r.err, Catch::Contains(e));
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
     CHECK_FALSE(fs::exists(out));
   }
-  // The same learned table is fine when it covers the longest evaluation (24 rows).
-  const Run ok = run(tiny(out, {"--positional_encoding=learned", "--learned_max_len=24", "--task=copy"}), d.path);
+  // The same learned table is fine when it covers the longest evaluation (32 rows).
+  const Run ok = run(tiny(out, {"--encoding=learned", "--learned_max_len=32", "--task=copy"}), d.path);
   INFO(ok.err);
   CHECK(ok.code == 0);
 }

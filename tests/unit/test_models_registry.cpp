@@ -120,10 +120,10 @@ TEST_CASE("registries list the built-ins in their documented order", "[models][r
   REQUIRE(model_names().size() >= models.size());
   CHECK(std::vector<std::string>(model_names().begin(), model_names().begin() + 7) == models);
   const std::vector<std::string> encodings{"sinusoidal", "learned", "rope", "rope_pi",
-                                           "rope_ntk",   "alibi",   "none"};
+                                           "rope_ntk",   "alibi",   "none", "t5_bias"};
   REQUIRE(positional_encoding_names().size() >= encodings.size());
   CHECK(std::vector<std::string>(positional_encoding_names().begin(),
-                                 positional_encoding_names().begin() + 7) == encodings);
+                                 positional_encoding_names().begin() + 8) == encodings);
   CHECK(norm_names() == std::vector<std::string>{"layer_norm", "batch_norm", "masked_batch_norm",
                                                  "rms_norm", "none", "power_norm"});
   // The test's registrations come after the built-ins, in registration order.
@@ -138,7 +138,7 @@ TEST_CASE("unknown names are rejected listing what is registered", "[models][reg
   CHECK(error_of(transformer("transformer_decoder", "xpos")) ==
         "positional_encoding = 'xpos': allowed one of " + positional_encoding_registry().names_string());
   CHECK_THAT(error_of(transformer("transformer_decoder", "xpos")),
-             Catch::Contains("alibi, none, rope_base500k, three_rows"));
+             Catch::Contains("alibi, none, t5_bias, rope_base500k, three_rows"));
   ModelConfig bad_norm = transformer("transformer_encoder", "none");
   bad_norm.norm = "group_norm";
   CHECK(error_of(bad_norm) ==

@@ -26,7 +26,7 @@ using seqlab::test::Probe;
 namespace {
 
 const std::vector<std::string> kEncodings{"sinusoidal", "learned", "rope", "rope_pi",
-                                          "rope_ntk",   "alibi",   "none"};
+                                          "rope_ntk",   "alibi",   "none", "t5_bias"};
 
 ModelConfig tiny(const std::string& model, const std::string& pe) {
   ModelConfig c;
@@ -97,6 +97,8 @@ TEST_CASE("Transformer families build for every positional encoding with counted
           CHECK(tm->layers[0]->self_attn.attention_probs().shape()[2] == 6);
           CHECK((tm->layers[1]->self_attn.rope() != nullptr) == (pe.compare(0, 4, "rope") == 0));
           CHECK(tm->layers[1]->self_attn.alibi() == (pe == "alibi"));
+          CHECK((tm->layers[1]->self_attn.relative_bias() != nullptr) == (pe == "t5_bias"));
+          CHECK(tm->layers[0]->self_attn.relative_bias() == tm->layers[1]->self_attn.relative_bias());
           CHECK((tm->final_norm != nullptr) == (placement == "pre"));
         }
       }
@@ -188,6 +190,12 @@ TEST_CASE("Whole transformer decoder gradients match finite differences", "[mode
     ModelConfig c = grad_cfg("transformer_decoder", "alibi", "pre");
     c.head = "last_position";
     gradcheck_transformer(c, 15);
+  }
+  SECTION("t5_bias pre-norm (one table shared by both layers)") {
+    ModelConfig c = grad_cfg("transformer_decoder", "t5_bias", "pre");
+    c.relative_buckets = 4;
+    c.relative_max_distance = 3;
+    gradcheck_transformer(c, 16);
   }
 }
 

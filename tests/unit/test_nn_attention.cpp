@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -56,6 +57,7 @@ struct GradCase {
   bool bias = true;
   bool rope = false;
   bool alibi = false;
+  bool rel_bias = false;  // T5 relative bias (8 buckets, max_distance 5: several distances per bucket)
   std::size_t q_offset = 0, k_offset = 0;
 };
 
@@ -71,6 +73,9 @@ void run_gradcheck(const GradCase& c, AttentionKernel kernel) {
   RotaryEmbedding rope(RopeConfig{D / h});
   if (c.rope) mha.set_rope(&rope);
   mha.set_alibi(c.alibi);
+  Rng rel_rng(202);  // its own stream: the other cases draw the same inputs as without it
+  RelativePositionBias rel(h, 8, 5, rel_rng, 0.7f);
+  if (c.rel_bias) mha.set_relative_bias(&rel);
   mha.set_position_offsets(c.q_offset, c.k_offset);
 
   Tensor3 xq = randn3(B, Tq, D, rng), xkv = randn3(B, Tk, D, rng);
@@ -88,7 +93,7 @@ void run_gradcheck(const GradCase& c, AttentionKernel kernel) {
     const Tensor3 y = run();
     return std::vector<float>(y.begin(), y.end());
   };
-  auto backward = [&](const std::vector<float>& w) {
+  std::function<void(const std::vector<float>&)> backward = [&](const std::vector<float>& w) {
     mha.zero_grad();
     run();
     Tensor3 dy({B, Tq, D});
@@ -101,15 +106,26 @@ void run_gradcheck(const GradCase& c, AttentionKernel kernel) {
   if (!c.self) probes.push_back({"key_value", xkv.data(), gkv.data(), xkv.size()});
   for (const auto& np : mha.named_parameters())
     probes.push_back({np.key, np.param->value.data(), np.param->grad.data(), np.param->size()});
+  if (c.rel_bias) {  // the table is the hook's parameter, not the attention's
+    probes.push_back({"relative_attention_bias.weight", rel.weight.value.data(), rel.weight.grad.data(),
+                      rel.weight.size()});
+    const auto inner = backward;
+    backward = [&, inner](const std::vector<float>& w) {
+      rel.weight.zero_grad();
+      inner(w);
+    };
+  }
 
   const auto res = test::check_gradients(forward, backward, probes);
   INFO("checked " << res.checked << ", max abs err " << res.max_abs_err << ", worst " << res.worst << "\n"
                   << res.report);
-  CHECK(res.checked == xq.size() + (c.self ? 0 : xkv.size()) + mha.num_parameters());
+  CHECK(res.checked == xq.size() + (c.self ? 0 : xkv.size()) + mha.num_parameters() +
+                           (c.rel_bias ? rel.weight.size() : 0));
   REQUIRE(res.ok);
   const Tensor3 y = run();
   REQUIRE(all_finite(y));
-  CHECK(mha.last_forward_fused() == (kernel == AttentionKernel::fused));
+  // A relative bias always runs the materialised kernel (the fused one has no relative bias).
+  CHECK(mha.last_forward_fused() == (kernel == AttentionKernel::fused && !c.rel_bias));
 }
 
 /// run_gradcheck with both kernels (the fused one: tests/unit/test_nn_attention_fused.cpp).
@@ -294,6 +310,90 @@ TEST_CASE("MultiheadAttention RoPE and ALiBi hooks have correct gradients", "[nn
   both.rope = true;
   both.alibi = true;
   run_gradcheck(both);
+}
+
+TEST_CASE("MultiheadAttention T5 relative-bias hook has correct gradients", "[nn][attention][gradcheck][t5]") {
+  GradCase t5{"self t5 bias causal"};
+  t5.causal = true;
+  t5.rel_bias = true;
+  run_gradcheck(t5);
+  t5.name = "self t5 bias bidirectional with padding";
+  t5.causal = false;
+  t5.padding = true;
+  run_gradcheck(t5);
+  t5.name = "cross t5 bias with offsets";
+  t5.self = false;
+  t5.padding = false;
+  t5.q_offset = 4;
+  t5.k_offset = 1;
+  run_gradcheck(t5);
+  GradCase all{"self rope alibi and t5 bias causal padding", true, true, true};
+  all.rope = true;
+  all.alibi = true;
+  all.rel_bias = true;
+  run_gradcheck(all);
+}
+
+TEST_CASE("MultiheadAttention T5 bias adds its bucket's weight to the logits", "[nn][attention][t5]") {
+  // Reference without PyTorch: log P_bias(i, j) − log P_plain(i, j) = w[bucket(j − i), head] + c_i.
+  Rng rng(8);
+  const std::size_t B = 2, T = 7, D = 8, h = 2, nb = 8, md = 5;
+  MultiheadAttention mha(D, h, rng);
+  RelativePositionBias bias(h, nb, md, rng, 1.0f);
+  const Tensor3 x = randn3(B, T, D, rng);
+  for (const bool causal : {false, true}) {
+    INFO("causal " << causal);
+    const AttentionMask mask{causal, nullptr};
+    mha.set_relative_bias(nullptr);
+    mha.forward(x, mask);
+    const Tensor4 plain = mha.attention_probs();
+    mha.set_relative_bias(&bias);
+    CHECK(mha.relative_bias() == &bias);
+    mha.forward(x, mask);
+    const Tensor4 with = mha.attention_probs();
+    double worst = 0.0;
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t k = 0; k < h; ++k)
+        for (std::size_t i = 0; i < T; ++i) {
+          const std::size_t n = causal ? i + 1 : T;
+          const auto w = [&](std::size_t j) {
+            return double(bias.weight.value(
+                t5_relative_bucket(static_cast<long long>(j) - static_cast<long long>(i), !causal, nb, md), k));
+          };
+          const double c0 = std::log(with(b, k, i, 0)) - std::log(plain(b, k, i, 0)) - w(0);
+          for (std::size_t j = 0; j < n; ++j) {
+            const double cj = std::log(with(b, k, i, j)) - std::log(plain(b, k, i, j)) - w(j);
+            worst = std::max(worst, std::abs(cj - c0));
+          }
+          for (std::size_t j = n; j < T; ++j) REQUIRE(with(b, k, i, j) == 0.0f);
+        }
+    CHECK(worst < 1e-4);
+  }
+  // Two layers sharing one table (as T5): their gradients add.
+  Rng r2(8);
+  MultiheadAttention a1(D, h, r2), a2(D, h, r2);
+  a1.set_relative_bias(&bias);
+  a2.set_relative_bias(&bias);
+  const Tensor3 dy = randn3(B, T, D, r2);
+  bias.weight.zero_grad();
+  a1.forward(x);
+  a1.backward(dy);
+  const Array g1 = bias.weight.grad;
+  bias.weight.zero_grad();
+  a2.forward(x);
+  a2.backward(dy);
+  const Array g2 = bias.weight.grad;
+  bias.weight.zero_grad();
+  a1.forward(x);
+  a2.forward(x);
+  a1.backward(dy);
+  a2.backward(dy);
+  double err = 0.0;
+  for (std::size_t e = 0; e < g1.size(); ++e)
+    err = std::max(err, double(std::abs(bias.weight.grad.data()[e] - g1.data()[e] - g2.data()[e])));
+  CHECK(err < 1e-6);
+  RelativePositionBias wrong(4, nb, md, rng, 1.0f);
+  CHECK_THROWS_AS(mha.set_relative_bias(&wrong), std::invalid_argument);
 }
 
 TEST_CASE("MultiheadAttention ALiBi adds minus slope times distance to the logits", "[nn][attention]") {

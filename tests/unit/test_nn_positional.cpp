@@ -554,3 +554,74 @@ TEST_CASE("ALiBi bias is minus slope times distance", "[nn][positional][alibi]")
   }
   CHECK_THROWS_AS(add_alibi_bias(scores, alibi_slopes(2), false), ShapeError);
 }
+
+TEST_CASE("T5 relative buckets follow Raffel et al.'s formula", "[nn][positional][t5]") {
+  // Reference values worked out by hand from the formula of Hugging Face's
+  // T5Attention._relative_position_bucket (no PyTorch): num_buckets 32, max_distance 128.
+  // Unidirectional: nb = 32, max_exact = 16; d = 20: 16 + ⌊ln(20/16) / ln(128/16) · 16⌋ = 16 + ⌊1.717⌋.
+  const std::vector<std::pair<long long, std::size_t>> uni = {
+      {0, 0},    {-1, 1},   {-15, 15},  {-16, 16},   {-20, 17}, {-63, 26},
+      {-64, 26}, {-127, 31}, {-128, 31}, {-1000, 31}, {5, 0},    {1, 0}};
+  for (const auto& [rel, want] : uni) {
+    INFO("unidirectional relative position " << rel);
+    CHECK(t5_relative_bucket(rel, false, 32, 128) == want);
+  }
+  // Bidirectional: nb = 16 per direction, max_exact = 8; later keys (rel > 0) use 16..31;
+  // rel = -100: 8 + ⌊ln(12.5) / ln(16) · 8⌋ = 8 + ⌊7.287⌋ = 15.
+  const std::vector<std::pair<long long, std::size_t>> bi = {
+      {0, 0}, {-3, 3}, {3, 19}, {8, 24}, {-8, 8}, {-7, 7}, {-100, 15}, {200, 31}, {127, 31}};
+  for (const auto& [rel, want] : bi) {
+    INFO("bidirectional relative position " << rel);
+    CHECK(t5_relative_bucket(rel, true, 32, 128) == want);
+  }
+  // Monotone in the distance, one bucket per distance below max_exact, the last from max_distance.
+  std::size_t prev = 0;
+  for (long long d = 0; d < 300; ++d) {
+    const std::size_t b = t5_relative_bucket(-d, false, 32, 64);
+    CHECK(b >= prev);
+    if (d < 16) CHECK(b == std::size_t(d));
+    if (d >= 64) CHECK(b == 31);
+    prev = b;
+  }
+  CHECK_THROWS_AS(t5_relative_bucket(0, false, 31, 128), std::invalid_argument);
+  CHECK_THROWS_AS(t5_relative_bucket(0, false, 2, 128), std::invalid_argument);
+  CHECK_THROWS_AS(t5_relative_bucket(0, false, 32, 16), std::invalid_argument);
+}
+
+TEST_CASE("RelativePositionBias adds its table by bucket and sums gradients per bucket", "[nn][positional][t5]") {
+  Rng rng(4);
+  RelativePositionBias bias(3, 8, 16, rng, 0.5f);
+  REQUIRE(bias.weight.value.shape()[0] == 8);
+  REQUIRE(bias.weight.value.shape()[1] == 3);
+  CHECK(bias.named_parameters().size() == 1);
+  CHECK(bias.named_parameters()[0].key == "weight");
+  std::vector<float> row(6, 1.0f);
+  CHECK_THROWS_AS(bias.add_row(0, 5, 0, 6, true, row.data()), std::logic_error);  // not prepared
+  bias.prepare(6);
+  for (const bool causal : {true, false}) {
+    INFO("causal " << causal);
+    for (std::size_t head = 0; head < 3; ++head) {
+      std::fill(row.begin(), row.end(), 1.0f);
+      bias.add_row(head, 3, 0, 6, causal, row.data());
+      for (std::size_t j = 0; j < 6; ++j) {
+        const std::size_t b = t5_relative_bucket(static_cast<long long>(j) - 3, !causal, 8, 16);
+        CHECK(row[j] == 1.0f + bias.weight.value(b, head));
+      }
+    }
+    // The gradient of sum(g ⊙ row) per bucket: the g of every key in that bucket.
+    const std::vector<float> g = {1, 2, 3, 4, 5, 6};
+    std::vector<float> slots(8, 0.0f), want(8, 0.0f);
+    bias.accumulate_row(3, 0, 6, causal, g.data(), slots.data());
+    for (std::size_t j = 0; j < 6; ++j)
+      want[t5_relative_bucket(static_cast<long long>(j) - 3, !causal, 8, 16)] += g[j];
+    CHECK(slots == want);
+    bias.weight.zero_grad();
+    bias.add_head_grad(2, slots.data());
+    for (std::size_t b = 0; b < 8; ++b) {
+      CHECK(bias.weight.grad(b, 2) == want[b]);
+      CHECK(bias.weight.grad(b, 0) == 0.0f);
+    }
+  }
+  CHECK_THROWS_AS(RelativePositionBias(0, 8, 16, rng, 0.5f), std::invalid_argument);
+  CHECK_THROWS_AS(RelativePositionBias(2, 7, 16, rng, 0.5f), std::invalid_argument);
+}

@@ -6,6 +6,7 @@
 // through the interface computes exactly what the direct hooks (set_rope / set_alibi) compute.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -121,5 +122,28 @@ TEST_CASE("RoPE and ALiBi hook into attention through the interface", "[nn][posi
     AttentionMask causal;
     causal.causal = true;
     CHECK(same(via_interface.forward(x, causal), direct.forward(x, causal)));
+  }
+  SECTION("t5_bias") {
+    Rng r0(5), r1(5);
+    T5RelativeBiasEncoding enc(2, 8, 8, 16, r0);
+    PositionalEncoding& pe = enc;
+    CHECK(same(pe.forward(x), x));
+    const auto params = pe.named_parameters();
+    REQUIRE(params.size() == 1);
+    CHECK(params[0].key == "relative_attention_bias.weight");
+    CHECK(params[0].param == &enc.bias().weight);
+    RelativePositionBias ref(2, 8, 16, r1, 1.0f / std::sqrt(8.0f));  // the same draw: N(0, 1/d_model)
+    CHECK(bool(ref.weight.value == enc.bias().weight.value));
+    Rng ra(9), rb(9);
+    MultiheadAttention via_interface(8, 2, ra), direct(8, 2, rb);
+    pe.attach(via_interface);
+    CHECK(via_interface.relative_bias() == &enc.bias());
+    direct.set_relative_bias(&ref);
+    AttentionMask causal;
+    causal.causal = true;
+    CHECK(same(via_interface.forward(x, causal), direct.forward(x, causal)));
+    Rng rc(9);
+    MultiheadAttention wrong(8, 4, rc);
+    CHECK_THROWS_AS(pe.attach(wrong), std::invalid_argument);
   }
 }

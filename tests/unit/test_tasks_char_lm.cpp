@@ -101,10 +101,4 @@ TEST_CASE("char corpus reads files and rejects bad arguments", "[tasks][char_lm]
   CHECK_THROWS_WITH(c.sample(1, 1, 4, CorpusSplit::test, rng), Catch::Contains("max_len") && Catch::Contains("4"));
   CHECK_THROWS_WITH(c.sample(1, 3, 2, CorpusSplit::test, rng), Catch::Contains("min_len"));
   CHECK_NOTHROW(c.sample(1, 3, 3, CorpusSplit::test, rng));
-  // The default corpus of position_extrapolation ships with the repository and loads.
-  const CharCorpus shipped = CharCorpus::from_file(
-      std::string(SEQLAB_SOURCE_DIR) + "/experiments/position_extrapolation/data/corpus.txt", 0.1);
-  CHECK(shipped.size() > 50000);
-  CHECK(shipped.size() < 200000);
-  CHECK(shipped.max_window(CorpusSplit::test) > 2048);
 }

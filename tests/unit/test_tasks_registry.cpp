@@ -96,9 +96,10 @@ TEST_CASE("the task registry lists the built-in tasks in order", "[tasks][regist
   const std::vector<std::string> builtins{"copy_memory",    "adding",    "mqar",        "distance_probe",
                                           "induction_copy", "markov_lm", "previous_token",
                                           "repeat_copy",    "majority",  "reverse",     "char_lm",
-                                          "text",           "lag_pair",  "duplicate_tag"};
+                                          "text",           "lag_pair",  "duplicate_tag",
+                                          "mqar_scattered", "passkey"};
   REQUIRE(task_names().size() == builtins.size() + 1);
-  CHECK(std::vector<std::string>(task_names().begin(), task_names().begin() + 14) == builtins);
+  CHECK(std::vector<std::string>(task_names().begin(), task_names().begin() + builtins.size()) == builtins);
   CHECK(task_names().back() == "echo");
   for (const auto& n : task_names()) {
     const TaskEntry& e = task_registry().get(n);

@@ -92,6 +92,23 @@ void register_builtin_positional_encodings(Registry<PositionalEncodingEntry>& r)
            return std::make_unique<NoPositionalEncoding>();
          },
          {}, {}, {}});
+  r.add("t5_bias",
+        {"learned bias per head and log-spaced distance bucket on the scores (Raffel et al. 2020 T5 sec. 2.1)",
+         [](const ModelConfig& c, Rng& rng) -> std::unique_ptr<PositionalEncoding> {
+           return std::make_unique<T5RelativeBiasEncoding>(c.n_heads, c.hidden_size, c.relative_buckets,
+                                                           c.relative_max_distance, rng);
+         },
+         [](const ModelConfig& c) { return c.relative_buckets * c.n_heads; },
+         [](const ModelConfig& c) {
+           if (c.relative_buckets < 4 || c.relative_buckets % 2 != 0)
+             throw ConfigError("relative_buckets", std::to_string(c.relative_buckets),
+                               "an even integer >= 4 for positional_encoding = t5_bias");
+           if (c.relative_max_distance <= c.relative_buckets / 2)
+             throw ConfigError("relative_max_distance", std::to_string(c.relative_max_distance),
+                               "an integer > relative_buckets / 2 = " + std::to_string(c.relative_buckets / 2) +
+                                   " for positional_encoding = t5_bias");
+         },
+         {}});
 }
 
 }  // namespace

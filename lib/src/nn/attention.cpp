@@ -260,6 +260,14 @@ void MultiheadAttention::set_head_mask(std::vector<float> gates) {
   head_mask_ = std::move(gates);
 }
 
+void MultiheadAttention::set_relative_bias(RelativePositionBias* bias) {
+  if (bias && bias->n_heads() != n_heads_)
+    throw std::invalid_argument("MultiheadAttention.set_relative_bias: the bias has n_heads = " +
+                                std::to_string(bias->n_heads()) + "; must equal n_heads = " +
+                                std::to_string(n_heads_));
+  rel_bias_ = bias;
+}
+
 void MultiheadAttention::set_position_offsets(std::size_t q_offset, std::size_t k_offset) {
   q_offset_ = q_offset;
   k_offset_ = k_offset;
@@ -307,6 +315,8 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
   causal_ = mask.causal;
   rope_fwd_ = rope_;
   alibi_fwd_ = alibi_;
+  rel_bias_fwd_ = rel_bias_;
+  if (rel_bias_) rel_bias_->prepare(std::max(q_offset_ + Tq, k_offset_ + Tk));  // before the heads run
   q_off_fwd_ = q_offset_;
   k_off_fwd_ = k_offset_;
   mask_self_fwd_ = mask_self_ && self;
@@ -426,6 +436,7 @@ void MultiheadAttention::head_softmax(std::size_t g, float* P, const float* pad_
       const float k0 = static_cast<float>(k_off_fwd_);
       for (std::size_t j = 0; j < n; ++j) row[j] -= slope * std::abs(pq - (k0 + static_cast<float>(j)));
     }
+    if (rel_bias_fwd_) rel_bias_fwd_->add_row(i, q_off_fwd_ + r, k_off_fwd_, n, causal_, row);
     if (any_pad)
       for (std::size_t j = 0; j < n; ++j) row[j] += pad_bias[j];
     if (mask_self_fwd_ && q_off_fwd_ + r >= k_off_fwd_ && q_off_fwd_ + r - k_off_fwd_ < n) {
@@ -548,6 +559,9 @@ void MultiheadAttention::backward_heads_materialised(const Tensor3& dctx_merged,
   // head, so the same thread, after its dQ).
   const std::size_t threads = head_threads(Bh);
   dprobs_.resize({threads * Tq, Tk});
+  // Relative bias: dL/dweight per head (b, i) into its own slots, summed below in head order.
+  const std::size_t n_buckets = rel_bias_fwd_ ? rel_bias_fwd_->num_buckets() : 0;
+  if (rel_bias_fwd_) rel_slots_.assign(Bh * n_buckets, 0.0f);
   for_head_ranges(Bh, threads, [&](std::size_t g0, std::size_t g1, std::size_t w) {
     float* G = dprobs_.data() + w * Tq * Tk;
     std::vector<float> panel;  // head_gemm's packed operand (head_gemm.hpp)
@@ -567,6 +581,11 @@ void MultiheadAttention::backward_heads_materialised(const Tensor3& dctx_merged,
         float* gr = G + r * Tk;
         const float s = dot(p, gr, Tk);
         for (std::size_t j = 0; j < Tk; ++j) gr[j] = p[j] * (gr[j] - s);
+        // S = ... + bias[bucket]  ->  dbias[bucket] += dS (masked keys: dS = 0, skipped).
+        if (rel_bias_fwd_)
+          rel_bias_fwd_->accumulate_row(q_off_fwd_ + r, k_off_fwd_,
+                                        causal_ ? causal_limit(r, Tk, q_off_fwd_, k_off_fwd_) : Tk, causal_, gr,
+                                        rel_slots_.data() + g * n_buckets);
       }
       detail::head_gemm(true, false, Tk, dk, Tq, gate, P, Tk, dhead, D, 0.0f, dV.at(b, i), dV.ld, panel);
       detail::head_gemm(false, false, Tq, dk, Tk, scale, G, Tk, K.at(b, i), K.ld, 0.0f, dQ.at(b, i), dQ.ld, panel);
@@ -574,6 +593,8 @@ void MultiheadAttention::backward_heads_materialised(const Tensor3& dctx_merged,
                         panel);
     }
   });
+  if (rel_bias_fwd_)  // in head order g = b·h + i, whatever the thread split
+    for (std::size_t g = 0; g < Bh; ++g) rel_bias_fwd_->add_head_grad(g % h, rel_slots_.data() + g * n_buckets);
 }
 
 Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
@@ -681,7 +702,8 @@ const Tensor4& MultiheadAttention::attention_probs() const {
 }
 
 bool MultiheadAttention::uses_fused(std::size_t seq_len_q, std::size_t seq_len_k, bool causal) const {
-  if (mask_self_ || causal_prefix_ > 0 || !head_mask_.empty()) return false;  // materialised only
+  // The fused kernel has none of these: materialised only.
+  if (rel_bias_ || mask_self_ || causal_prefix_ > 0 || !head_mask_.empty()) return false;
   switch (kernel_) {
     case AttentionKernel::fused: return true;
     case AttentionKernel::materialised: return false;
@@ -726,6 +748,8 @@ double MultiheadAttention::logit_asymmetry() const {
             S[r * T + c] -= static_cast<float>(m * (causal_ ? dist : std::abs(dist)));
           }
       }
+      if (rel_bias_fwd_)
+        for (std::size_t r = 0; r < T; ++r) rel_bias_fwd_->add_row(i, q_off_fwd_ + r, k_off_fwd_, T, causal_, &S[r * T]);
       double num = 0.0, den = 0.0;
       for (std::size_t r = 0; r < T; ++r)
         for (std::size_t c = 0; c < T; ++c) {

@@ -373,3 +373,119 @@ void add_alibi_bias(Tensor4& scores, const Tensor1& slopes, bool causal, std::si
 }
 
 }  // namespace seqlab
+
+// --- T5 relative position bias ------------------------------------------------------------------
+
+namespace seqlab {
+
+namespace {
+void check_buckets(std::size_t num_buckets, std::size_t max_distance) {
+  if (num_buckets < 4 || num_buckets % 2 != 0)
+    throw std::invalid_argument("t5_relative_bucket: num_buckets = " + std::to_string(num_buckets) +
+                                "; must be even and >= 4");
+  if (max_distance <= num_buckets / 2)
+    throw std::invalid_argument("t5_relative_bucket: max_distance = " + std::to_string(max_distance) +
+                                "; must be > num_buckets / 2 = " + std::to_string(num_buckets / 2));
+}
+}  // namespace
+
+std::size_t t5_relative_bucket(long long relative_position, bool bidirectional, std::size_t num_buckets,
+                               std::size_t max_distance) {
+  check_buckets(num_buckets, max_distance);
+  std::size_t nb = num_buckets, offset = 0;
+  unsigned long long n = 0;
+  if (bidirectional) {
+    nb /= 2;
+    if (relative_position > 0) offset = nb;
+    n = static_cast<unsigned long long>(relative_position < 0 ? -relative_position : relative_position);
+  } else {
+    n = relative_position < 0 ? static_cast<unsigned long long>(-relative_position) : 0ULL;
+  }
+  const std::size_t max_exact = nb / 2;
+  if (n < max_exact) return offset + static_cast<std::size_t>(n);
+  // max_exact + ⌊ln(n / max_exact) / ln(max_distance / max_exact) · (nb − max_exact)⌋, at most nb − 1
+  // (HF converts the non-negative product to long: truncation = floor).
+  const double large = static_cast<double>(max_exact) +
+                       std::floor(std::log(static_cast<double>(n) / static_cast<double>(max_exact)) /
+                                  std::log(static_cast<double>(max_distance) / static_cast<double>(max_exact)) *
+                                  static_cast<double>(nb - max_exact));
+  return offset + std::min(static_cast<std::size_t>(large), nb - 1);
+}
+
+RelativePositionBias::RelativePositionBias(std::size_t n_heads, std::size_t num_buckets, std::size_t max_distance,
+                                           Rng& rng, float init_std)
+    : weight("weight", {num_buckets, n_heads}),
+      n_heads_(n_heads),
+      num_buckets_(num_buckets),
+      max_distance_(max_distance) {
+  if (n_heads == 0) throw std::invalid_argument("RelativePositionBias: n_heads = 0; must be >= 1");
+  check_buckets(num_buckets, max_distance);
+  if (!(init_std >= 0.0f))
+    throw std::invalid_argument("RelativePositionBias: init_std = " + std::to_string(init_std) + "; must be >= 0");
+  rng.fill_normal(weight.value, 0.0f, init_std);
+}
+
+void RelativePositionBias::collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) {
+  out.push_back({prefix + weight.name, &weight});
+}
+
+void RelativePositionBias::prepare(std::size_t span) {
+  check_weight();
+  for (std::size_t d = causal_.size(); d < span; ++d) {
+    const long long r = static_cast<long long>(d);
+    causal_.push_back(static_cast<std::uint32_t>(t5_relative_bucket(-r, false, num_buckets_, max_distance_)));
+    before_.push_back(static_cast<std::uint32_t>(t5_relative_bucket(-r, true, num_buckets_, max_distance_)));
+    after_.push_back(static_cast<std::uint32_t>(t5_relative_bucket(r, true, num_buckets_, max_distance_)));
+  }
+}
+
+std::size_t RelativePositionBias::bucket(long long rel, bool causal) const {
+  const std::size_t d = static_cast<std::size_t>(rel < 0 ? -rel : rel);
+  if (causal) return rel > 0 ? causal_[0] : causal_[d];
+  return rel > 0 ? after_[d] : before_[d];
+}
+
+namespace {
+// The largest |pos_k − pos_q| of keys pos_k0 .. pos_k0 + n − 1 (n >= 1) against query pos_q.
+std::size_t max_span(std::size_t pos_q, std::size_t pos_k0, std::size_t n) {
+  const auto dist = [&](std::size_t k) { return k > pos_q ? k - pos_q : pos_q - k; };
+  return std::max(dist(pos_k0), dist(pos_k0 + n - 1));
+}
+}  // namespace
+
+void RelativePositionBias::check_span(std::size_t pos_q, std::size_t pos_k0, std::size_t n) const {
+  if (n > 0 && max_span(pos_q, pos_k0, n) >= causal_.size())
+    throw std::logic_error("RelativePositionBias: distance " + std::to_string(max_span(pos_q, pos_k0, n)) +
+                           " outside the prepared span " + std::to_string(causal_.size()) + " (call prepare first)");
+}
+
+void RelativePositionBias::check_weight() const {
+  const std::vector<std::size_t> want{num_buckets_, n_heads_};
+  const auto same = [&](const Array& a) { return std::equal(a.shape().begin(), a.shape().end(), want.begin(), want.end()); };
+  if (!same(weight.value) || !same(weight.grad))
+    throw ShapeError("RelativePositionBias.weight: expected shape " + shape_string(want) + ", got value " +
+                     shape_string(weight.value.shape()) + ", grad " + shape_string(weight.grad.shape()));
+}
+
+void RelativePositionBias::add_row(std::size_t head, std::size_t pos_q, std::size_t pos_k0, std::size_t n,
+                                   bool causal, float* row) const {
+  check_span(pos_q, pos_k0, n);
+  const float* w = weight.value.data();
+  const long long q = static_cast<long long>(pos_q), k0 = static_cast<long long>(pos_k0);
+  for (std::size_t j = 0; j < n; ++j)
+    row[j] += w[bucket(k0 + static_cast<long long>(j) - q, causal) * n_heads_ + head];
+}
+
+void RelativePositionBias::accumulate_row(std::size_t pos_q, std::size_t pos_k0, std::size_t n, bool causal,
+                                          const float* drow, float* slots) const {
+  check_span(pos_q, pos_k0, n);
+  const long long q = static_cast<long long>(pos_q), k0 = static_cast<long long>(pos_k0);
+  for (std::size_t j = 0; j < n; ++j) slots[bucket(k0 + static_cast<long long>(j) - q, causal)] += drow[j];
+}
+
+void RelativePositionBias::add_head_grad(std::size_t head, const float* slots) {
+  float* g = weight.grad.data();
+  for (std::size_t b = 0; b < num_buckets_; ++b) g[b * n_heads_ + head] += slots[b];
+}
+
+}  // namespace seqlab

@@ -20,11 +20,13 @@
 #include "seqlab/tasks/markov_lm.hpp"
 #include "seqlab/tasks/mqar.hpp"
 #include "seqlab/tasks/padded_tokens.hpp"
+#include "seqlab/tasks/passkey.hpp"
 #include "seqlab/tasks/previous_token.hpp"
 #include "seqlab/tasks/lag_pair.hpp"
 #include "seqlab/tasks/duplicate_tag.hpp"
 #include "seqlab/tasks/repeat_copy.hpp"
 #include "seqlab/tasks/reverse.hpp"
+#include "seqlab/tasks/scattered_recall.hpp"
 #include "seqlab/tasks/text.hpp"
 
 namespace seqlab {
@@ -190,6 +192,22 @@ template <class T, class Convert>
 std::unique_ptr<Task> wrap(std::shared_ptr<const T> task, TaskSpec spec, Convert convert) {
   return make_task_from(std::move(spec), [task, convert](std::size_t batch, Rng& rng) {
     return convert(task->sample(batch, rng));
+  });
+}
+
+// A token task whose baseline already ignores only the dependency tested (so it is also the
+// dependent positions' baseline), with an exact ceiling and each scored target's distance from
+// task->distances(batch).
+template <class T>
+std::unique_ptr<Task> wrap_with_distances(std::shared_ptr<const T> task, TaskSpec spec) {
+  spec.dependent_baseline_loss = spec.baseline_loss;
+  spec.dependent_baseline_accuracy = spec.baseline_accuracy;
+  set_exact_ceiling(spec);
+  return wrap(task, std::move(spec), [task](TokenBatch b) {
+    IndexTensor2 d = task->distances(b);
+    TaskBatch out = from_tokens(std::move(b));
+    out.distances = std::move(d);
+    return out;
   });
 }
 
@@ -489,6 +507,30 @@ void register_builtin_tasks(Registry<TaskEntry>& r) {
            TaskSpec s = token_spec(t->vocab_size(), t->length(), t->prior_loss(), t->prior_accuracy(), 2);
            set_exact_ceiling(s);
            return wrap(t, s, from_tokens);
+         }});
+  r.add("mqar_scattered",
+        {"multi-query associative recall with pairs and queries scattered over the whole row "
+         "(tasks/scattered_recall.hpp; baseline: the key-agnostic predictor on a fixed sample)",
+         {{"seq_len", "64", "tokens"},
+          {"n_pairs", "8", "key-value pairs"},
+          {"n_queries", "4", "queries per row"},
+          {"n_keys", "16", "key vocabulary"},
+          {"n_values", "16", "value vocabulary"}},
+         [](const TaskParams& p) {
+           auto t = std::make_shared<const ScatteredAssociativeRecall>(
+               p.get_int("seq_len"), p.get_int("n_pairs"), p.get_int("n_queries"), p.get_int("n_keys"),
+               p.get_int("n_values"));
+           const RecallBaseline base = t->expected_key_agnostic();
+           return wrap_with_distances(t, token_spec(t->vocab_size(), t->seq_len(), base.loss, base.accuracy));
+         }});
+  r.add("passkey",
+        {"passkey retrieval: n distinct digits hidden at a random depth in repeated filler, asked for "
+         "at the end (Mohtashami & Jaggi 2023; Chen et al. 2023 sec. 3.2)",
+         {{"seq_len", "64", "tokens"}, {"n_digits", "5", "digits of the key"}, {"filler_period", "5", "tokens of the repeated filler sentence"}},
+         [](const TaskParams& p) {
+           auto t = std::make_shared<const PasskeyTask>(p.get_int("seq_len"), p.get_int("n_digits"),
+                                                        p.get_int("filler_period"));
+           return wrap_with_distances(t, token_spec(t->vocab_size(), t->seq_len(), t->chance_loss(), t->chance_accuracy()));
          }});
 }
 

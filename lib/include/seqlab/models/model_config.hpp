@@ -95,11 +95,14 @@ struct ModelConfig {
   std::string norm_placement = "post";  // post (Vaswani et al.) | pre (Xiong et al. 2020; GPT-2)
   std::string positional_encoding = "sinusoidal";  // a registered encoding
                                         // (models/positional_registry.hpp): sinusoidal | learned |
-                                        // rope | rope_pi | rope_ntk | alibi | none
+                                        // rope | rope_pi | rope_ntk | alibi | t5_bias | none
   bool shared_qk = false;               // self-attention with W_Q = W_K
   std::size_t max_len = 0;              // learned only: table rows (>= 1); longer inputs throw
   std::size_t train_len = 0;            // rope_pi / rope_ntk only: L_train (>= 1)
   std::string rope_pairing = "interleaved";  // rope*: interleaved (RoFormer) | halves (GPT-NeoX)
+  std::size_t relative_buckets = 32;    // t5_bias only: T5's num_buckets (even, >= 4)
+  std::size_t relative_max_distance = 128;  // t5_bias only: distances >= it share the last bucket
+                                        // (> relative_buckets / 2)
   std::string attention_kernel = "auto";  // auto | fused | materialised: the per-head kernel of
                                         // every MultiheadAttention (nn/attention.hpp
                                         // AttentionKernel; auto: fused from a seq_len threshold,
@@ -121,7 +124,8 @@ struct ModelConfig {
   /// dividing hidden_size; with rope* also an even head size hidden_size / n_heads), d_ff,
   /// activation, norm (a registered name), norm_placement, positional_encoding (a registered
   /// name, then its entry's validate: sinusoidal needs an even hidden_size; rope*: n_heads giving
-  /// an even head size, rope_pairing; learned: max_len >= 1; rope_pi/ntk: train_len >= 1),
+  /// an even head size, rope_pairing; learned: max_len >= 1; rope_pi/ntk: train_len >= 1; t5_bias:
+  /// relative_buckets even and >= 4, relative_max_distance > relative_buckets / 2),
   /// attention_kernel (auto, fused, materialised), then dropout, output_size, head as for every
   /// family.
   /// transformer_encoder_decoder additionally: input must be "embedding" (checked right after

@@ -10,6 +10,8 @@
 //   rope_ntk    RoPE with NTK-aware base scaling beyond train_len (bloc97 2023; YaRN §3.1)
 //   alibi       AlibiPositionalEncoding, bias on the scores (Press et al. 2021 §3)
 //   none        NoPositionalEncoding
+//   t5_bias     T5RelativeBiasEncoding, a learned bias per head and distance bucket on the scores
+//               (Raffel et al. 2020 §2.1); relative_buckets, relative_max_distance
 //
 // Adding an encoding (README "Extending seqlab"): a class derived from PositionalEncoding, and one
 // registration line, either in your executable

@@ -13,7 +13,8 @@
 //   MultiHead = Concat(head_1..head_h) W_Oᵀ + b_O                           (eq. 2)
 // with W_Q, W_K, W_V stacked as the rows of in_proj_weight [3D, D] (q, k, v; PyTorch's packed
 // layout), (W_O, b_O) = out_proj.{weight, bias}, A the optional ALiBi bias and M the mask
-// (0 allowed, −∞ masked). Optional RoPE rotates Q_i and K_i per head after the projection.
+// (0 allowed, −∞ masked). Optional RoPE rotates Q_i and K_i per head after the projection; the
+// optional relative bias (T5, set_relative_bias) adds to A_i like ALiBi, with its gradient.
 //
 // Numerics: softmax subtracts the row max; masked entries are −∞. A fully masked row (a query
 // that may see no key) gets all-zero probabilities, so its *context* is 0 and its output is
@@ -80,7 +81,8 @@
 
 namespace seqlab {
 
-class RotaryEmbedding;  // seqlab/nn/positional.hpp
+class RotaryEmbedding;       // seqlab/nn/positional.hpp
+class RelativePositionBias;  // seqlab/nn/positional.hpp
 namespace detail {
 struct FusedHead;  // lib/src/nn/fused_attention.hpp
 }
@@ -186,7 +188,7 @@ class MultiheadAttention : public Module {
   const Tensor4& attention_probs() const;
 
   /// Symmetry score of the last forward's pre-softmax logits S = Q_i K_iᵀ/√d_k + A_i (RoPE applied
-  /// to Q, K if set; ALiBi bias A over the full matrix: −m·(pos_q − pos_k) causal, which is
+  /// to Q, K if set; the relative bias, if set, included; ALiBi bias A over the full matrix: −m·(pos_q − pos_k) causal, which is
   /// antisymmetric, and −m·|pos_q − pos_k| otherwise; masks NOT applied):
   ///   mean over b < B and heads i of ‖S − Sᵀ‖_F / ‖S‖_F   (a head with ‖S‖_F = 0 counts as 0).
   /// 0 for a symmetric S: shared_qk without (causal) ALiBi — RoPE keeps it symmetric, since q̃_t = k̃_t
@@ -203,6 +205,16 @@ class MultiheadAttention : public Module {
   /// ALiBi hook (Press et al. 2021 §3): adds −m_i·(pos_q − pos_k) (causal mask on) or
   /// −m_i·|pos_q − pos_k| (off) to the scaled scores of head i, m = alibi_slopes(n_heads).
   void set_alibi(bool on);
+  /// Learned relative-bias hook (T5, Raffel et al. 2020 §2.1; nn/positional.hpp
+  /// RelativePositionBias): adds bias->add_row's weight[bucket(pos_k − pos_q), i] to the scaled
+  /// scores of head i (bidirectional buckets without the causal mask, unidirectional with it),
+  /// after ALiBi if both are on; backward ADDS dL/dweight (the sum of dL/dscores per bucket and
+  /// head) into bias->weight.grad. nullptr switches it off. The object must outlive the
+  /// forward/backward calls using it; several layers may share one (T5 shares it across layers:
+  /// their gradients add). A forward with it runs the materialised kernel whatever kernel() (the
+  /// fused kernel has no relative bias). Throws std::invalid_argument if bias->n_heads() is not
+  /// n_heads.
+  void set_relative_bias(RelativePositionBias* bias);
   /// Positions of query row 0 and key row 0 for RoPE, ALiBi and the causal mask (default 0, 0;
   /// e.g. decoding with a key/value prefix: q_offset = k_offset + prefix length).
   void set_position_offsets(std::size_t q_offset, std::size_t k_offset);
@@ -244,7 +256,7 @@ class MultiheadAttention : public Module {
   void set_kernel(AttentionKernel kernel) { kernel_ = kernel; }
   AttentionKernel kernel() const { return kernel_; }
   /// True if a forward with these lengths and mask.causal would run the fused kernel under kernel()
-  /// (never with a self mask, causal prefix or head mask set: set_mask_self).
+  /// (never with a relative bias, a self mask, a causal prefix or a head mask set: set_mask_self).
   bool uses_fused(std::size_t seq_len_q, std::size_t seq_len_k, bool causal) const;
   /// True if the last forward ran the fused kernel. Throws std::logic_error before any forward.
   bool last_forward_fused() const;
@@ -266,6 +278,7 @@ class MultiheadAttention : public Module {
   std::size_t score_entries() const { return has_forward_ ? score_entries_ : 0; }
 
   const RotaryEmbedding* rope() const { return rope_; }
+  const RelativePositionBias* relative_bias() const { return rel_bias_; }
   bool alibi() const { return alibi_; }
   std::size_t d_model() const { return d_model_; }
   std::size_t n_heads() const { return n_heads_; }
@@ -329,6 +342,7 @@ class MultiheadAttention : public Module {
   const RotaryEmbedding* rope_ = nullptr;
   bool alibi_ = false;
   Tensor1 slopes_;  // [h] ALiBi slopes when alibi_
+  RelativePositionBias* rel_bias_ = nullptr;
   std::size_t q_offset_ = 0, k_offset_ = 0;
   bool mask_self_ = false;
   std::size_t causal_prefix_ = 0;
@@ -345,6 +359,7 @@ class MultiheadAttention : public Module {
   bool causal_ = false;
   const RotaryEmbedding* rope_fwd_ = nullptr;
   bool alibi_fwd_ = false;
+  RelativePositionBias* rel_bias_fwd_ = nullptr;
   std::size_t q_off_fwd_ = 0, k_off_fwd_ = 0;
   bool mask_self_fwd_ = false;
   std::size_t causal_prefix_fwd_ = 0;
@@ -370,6 +385,7 @@ class MultiheadAttention : public Module {
   Tensor4 dq_, dk_;           // RoPE only: gradients of the rotated heads, [B, h, T, d_k]
   Tensor2 dproj_q_, dproj_kv_;  // same layouts as proj_q_, proj_kv_
   Tensor3 dkv_;               // [B, Tk, D] dL/dkey_value (cross)
+  std::vector<float> rel_slots_;  // relative bias only: [B·h, num_buckets] dL/dweight per head
 };
 
 }  // namespace seqlab

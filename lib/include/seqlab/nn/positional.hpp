@@ -6,6 +6,7 @@
 //   rope_pi      RoPE with position interpolation, Chen et al. 2023 (arXiv 2306.15595) §2.2
 //   rope_ntk     RoPE with NTK-aware base scaling, bloc97 2023 / Peng et al. 2023 "YaRN" §3.1
 //   alibi        Press et al. 2021 "Train Short, Test Long" (ALiBi) §3: a linear bias on the scores
+//   t5_bias      Raffel et al. 2020 (T5) §2.1: a learned bias per head and log-spaced distance bucket
 //   none         no position information (a causal decoder can still infer some)
 //
 // Legend: B batch, T seq_len, D d_model, hd head_dim (per-head size, even for RoPE), n_heads number
@@ -20,6 +21,7 @@
 // PositionalEncodingKind and parse_positional_encoding name the built-in kinds only (analyses of
 // the built-in formulas use them); the list of what a model accepts is the registry's.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -221,6 +223,74 @@ Tensor2 alibi_bias(double slope, std::size_t T_q, std::size_t T_k, bool causal,
 /// Throws ShapeError if slopes is not [n_heads].
 void add_alibi_bias(Tensor4& scores, const Tensor1& slopes, bool causal, std::size_t q_offset = 0);
 
+// --- T5 relative position bias ------------------------------------------------------------------
+
+/// T5's bucket of a relative position (Raffel et al. 2020, "Exploring the Limits of Transfer
+/// Learning with a Unified Text-to-Text Transformer", §2.1; the formula of Hugging Face's
+/// T5Attention._relative_position_bucket and of mesh-tensorflow). relative_position = pos_k − pos_q.
+///   bidirectional (encoders): nb = num_buckets / 2; keys after the query (relative_position > 0)
+///     use buckets nb..2nb−1, the others 0..nb−1; n = |relative_position|;
+///   unidirectional (causal decoders): nb = num_buckets; n = max(−relative_position, 0) (a later
+///     key, masked anyway, shares bucket 0 with distance 0);
+///   then, with max_exact = nb / 2: n < max_exact -> bucket n (one bucket per distance);
+///   else max_exact + ⌊ln(n / max_exact) / ln(max_distance / max_exact) · (nb − max_exact)⌋,
+///   at most nb − 1 (logarithmically wider buckets; every n >= max_distance shares the last one).
+/// Computed in double (PyTorch computes the logarithm in float32: the two may differ only where the
+/// product is within float rounding of an integer). Throws std::invalid_argument unless num_buckets
+/// is even and >= 4 and max_distance > num_buckets / 2.
+std::size_t t5_relative_bucket(long long relative_position, bool bidirectional, std::size_t num_buckets,
+                               std::size_t max_distance);
+
+/// T5's learned relative position bias (Raffel et al. 2020 §2.1): a scalar per head and bucket,
+/// added to the attention scores, bias(i, j) = weight[t5_relative_bucket(pos_k(j) − pos_q(i)), head].
+/// As in T5, one table serves every layer of a stack (MultiheadAttention::set_relative_bias on each
+/// self-attention); bidirectional buckets without the causal mask, unidirectional with it (T5's
+/// encoder and decoder). The attention adds the bias to the scaled scores row by row (add_row)
+/// and, in backward, sums dL/dscores per bucket (accumulate_row into per-head slots, then
+/// add_head_grad in a fixed order, so the gradient does not depend on how heads are split between
+/// threads). Bucket lookups come from distance tables that prepare() extends (the attention calls it
+/// before its heads run); add_row and accumulate_row only read them and may run concurrently.
+class RelativePositionBias : public Module {
+ public:
+  /// "weight" [num_buckets, n_heads] drawn from N(0, init_std²) row-major (Hugging Face's
+  /// T5PreTrainedModel._init_weights: std = d_model^-1/2 with factor 1). Throws
+  /// std::invalid_argument for n_heads = 0, a bad num_buckets / max_distance (t5_relative_bucket) or
+  /// init_std < 0.
+  RelativePositionBias(std::size_t n_heads, std::size_t num_buckets, std::size_t max_distance, Rng& rng,
+                       float init_std);
+
+  /// Makes the distance tables cover |pos_q − pos_k| < span. Not thread-safe (call before the
+  /// heads run).
+  void prepare(std::size_t span);
+  /// row[j] += weight[bucket(pos_k0 + j − pos_q), head] for j < n; bidirectional buckets unless
+  /// causal. Every distance must be < the prepared span (std::logic_error otherwise).
+  void add_row(std::size_t head, std::size_t pos_q, std::size_t pos_k0, std::size_t n, bool causal,
+               float* row) const;
+  /// slots[bucket(pos_k0 + j − pos_q)] += drow[j] for j < n (the gradient of one score row;
+  /// slots has num_buckets() entries). Same span rule as add_row.
+  void accumulate_row(std::size_t pos_q, std::size_t pos_k0, std::size_t n, bool causal, const float* drow,
+                      float* slots) const;
+  /// weight.grad[b, head] += slots[b] for every bucket b.
+  void add_head_grad(std::size_t head, const float* slots);
+
+  std::size_t n_heads() const { return n_heads_; }
+  std::size_t num_buckets() const { return num_buckets_; }
+  std::size_t max_distance() const { return max_distance_; }
+
+  void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+
+  Parameter weight;  // "weight" [num_buckets, n_heads]
+
+ private:
+  std::size_t bucket(long long rel, bool causal) const;  // |rel| < prepared span (unchecked)
+  void check_span(std::size_t pos_q, std::size_t pos_k0, std::size_t n) const;  // std::logic_error
+  void check_weight() const;
+
+  std::size_t n_heads_, num_buckets_, max_distance_;
+  // Buckets by distance d < span: causal (unidirectional) of k − q = −d; bidirectional of −d and +d.
+  std::vector<std::uint32_t> causal_, before_, after_;
+};
+
 // --- the attention-side encodings as PositionalEncodings (lib/src/nn/positional_encoding.cpp) -----
 
 /// RoPE as a model's positional encoding ("rope", "rope_pi", "rope_ntk"): owns one RotaryEmbedding
@@ -247,6 +317,25 @@ class AlibiPositionalEncoding : public PositionalEncoding {
  public:
   AlibiPositionalEncoding() = default;
   void attach(MultiheadAttention& self_attn) override;
+};
+
+/// T5's bucketed relative bias as a model's positional encoding ("t5_bias"): owns one
+/// RelativePositionBias that attach() hands to every self-attention (one table per stack, as T5
+/// shares it across layers). Adds nothing to the input. Parameters: "relative_attention_bias.weight"
+/// [num_buckets, n_heads].
+class T5RelativeBiasEncoding : public PositionalEncoding {
+ public:
+  /// Throws as RelativePositionBias (init_std = 1/√d_model; d_model >= 1 else std::invalid_argument).
+  T5RelativeBiasEncoding(std::size_t n_heads, std::size_t d_model, std::size_t num_buckets,
+                         std::size_t max_distance, Rng& rng);
+  /// MultiheadAttention::set_relative_bias(&bias). Throws std::invalid_argument if the attention's
+  /// n_heads differs from the table's.
+  void attach(MultiheadAttention& self_attn) override;
+  void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
+  RelativePositionBias& bias() { return bias_; }
+
+ private:
+  RelativePositionBias bias_;
 };
 
 /// No position information ("none"): every hook is the neutral default.

@@ -52,6 +52,10 @@
 //                                                         V^2 classes
 //   duplicate_tag   length=24 vocab_size=32               DuplicateTagTask: 1 where the token
 //                                                         occurs elsewhere in the row
+//   mqar_scattered  seq_len=64 n_pairs=8 n_queries=4 n_keys=16 n_values=16
+//                                                         ScatteredAssociativeRecall: pairs, then
+//                                                         queries, at random slots of the row
+//   passkey         seq_len=64 n_digits=5 filler_period=5 PasskeyTask (Chen et al. 2023 sec. 3.2)
 //
 // Adding a task (lib/README.md "Extending seqlab"): the task class (tasks/<name>.hpp + .cpp, a
 // deterministic sample(batch, rng)), and one registration line that wraps it:
@@ -123,8 +127,9 @@ struct TaskBatch {
   /// target, how many positions back the token it depends on lies (>= 1), 0 where the target
   /// depends on no earlier token (copy memory's blank targets) or is not scored. Empty for tasks
   /// that define none. Defined by copy_memory (T + n_memorize at every recall position), adding
-  /// (the distance from the first marked value to the last step), mqar (query position minus the
-  /// queried key's position) and distance_probe (the probe's distance).
+  /// (the distance from the first marked value to the last step), mqar and mqar_scattered (query
+  /// position minus the queried key's position), distance_probe (the probe's distance) and passkey
+  /// (from each answer position back to the key digit it copies).
   IndexTensor2 distances;
   /// [B, T'] encoder-decoder tasks: the decoder's input (file comment); tokens is the source.
   IndexTensor2 decoder_tokens;
