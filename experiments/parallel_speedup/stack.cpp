@@ -132,7 +132,7 @@ double activation_bytes(const StackConfig& c, double B, double T, bool fused) {
     floats = L * (8.0 * B * T * D + B * T * F + S + 2.0 * B * T);
   } else if (c.is_recurrent()) {
     const double G = static_cast<double>(c.gates()) * H;
-    floats = T * B * D + L * (T + 1.0) * B * H;
+    floats = T * B * D + L * (T + 1.0) * B * H + H * G;  // + W_hhᵀ [H, G], one buffer for all layers
     if (c.model == "rnn") {
       floats += G + L * B * H;
     } else if (c.model == "lstm") {

@@ -56,7 +56,9 @@
 //                          relu(a), made in place in linear1's output, which linear2 reads in
 //                          place (B·T·D + B·T·F; gelu would keep a as well). Dropout p = 0 keeps
 //                          no mask.
-//   recurrent            T·B·D (time-major x) + L·(T+1)·B·H (h_0..h_T of every layer) + per type:
+//   recurrent            T·B·D (time-major x) + L·(T+1)·B·H (h_0..h_T of every layer) + H·G
+//                        (W_hhᵀ for the forward steps, one buffer shared by the layers;
+//                        nn/recurrent_base.hpp) + per type, with G = gates·H:
 //                        RNN  G (b_ih + b_hh) + L·B·H (h_n)
 //                        LSTM G + L·((T+1)·B·H + 4·T·B·H + T·B·H) (c_0..c_T, gates, tanh c_t)
 //                             + 2·L·B·H (h_n, c_n)
