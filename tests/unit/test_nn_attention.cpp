@@ -18,25 +18,15 @@
 #include "seqlab/core/rng.hpp"
 #include "seqlab/nn/attention.hpp"
 #include "seqlab/nn/positional.hpp"
+#include "random_inputs.hpp"
 
 using namespace seqlab;
+using seqlab::test::randn3;
+using seqlab::test::randomise_biases;
 using Catch::Matchers::WithinAbs;
 using Catch::Matchers::WithinRel;
 
 namespace {
-
-Tensor3 randn3(std::size_t a, std::size_t b, std::size_t c, Rng& rng, float sd = 1.0f) {
-  Tensor3 t({a, b, c});
-  rng.fill_normal(t, 0.0f, sd);
-  return t;
-}
-
-/// Non-zero biases (PyTorch initialises them to 0) so their gradient paths are exercised.
-void randomise_biases(MultiheadAttention& mha, Rng& rng) {
-  if (!mha.has_bias()) return;
-  rng.fill_uniform(mha.in_proj_bias.value, -0.5f, 0.5f);
-  rng.fill_uniform(mha.out_proj.bias.value, -0.5f, 0.5f);
-}
 
 bool all_finite(const xt::xarray<float>& a) {
   for (float v : a)
