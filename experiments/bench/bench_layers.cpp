@@ -62,7 +62,7 @@ constexpr std::size_t kRecurrentLayers = 1;
 // 0.5 s per case, about 10× longer for this grid). A later command-line value wins.
 constexpr const char* kDefaultMinTime = "--benchmark_min_time=0.05";
 
-// Grid (the "Benchmarks" section): batch, seq_len, hidden.
+// Grid (README "Cases"): batch, seq_len, hidden.
 const std::vector<std::int64_t> kBatches = {8, 32};
 const std::vector<std::int64_t> kSeqLens = {32, 128};
 const std::vector<std::int64_t> kHiddens = {64, 256};
