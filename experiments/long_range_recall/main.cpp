@@ -99,10 +99,15 @@ std::unique_ptr<Optimizer> optimizer_at(const Cell& cell, const std::vector<Para
 }
 
 /// One trial of the learning-rate pilot: the model of replicate 0 (its initialisation stream)
-/// trained for pilot_steps updates on replicate 0's training stream at `lr`, then its loss on
-/// replicate 0's validation split `val`; NaN if it diverged.
+/// trained for at most pilot_steps updates on replicate 0's training stream at `lr`, its loss on
+/// replicate 0's validation split `val` evaluated every log_every updates as in the main run; the
+/// trial's score is the lowest of those losses (the run stops early once it is solved, at most
+/// solved_loss x `val_baseline`). NaN if it diverged. Scoring the best loss over a pilot of the
+/// same order as a run's length, rather than the loss after a few hundred updates, keeps a rate
+/// that is fast at first and then stalls from beating one that solves the task later.
 double pilot_trial(const Cell& cell, const std::vector<std::unique_ptr<Task>>& tasks, const ModelConfig& mc,
-                   const TestSet& val, double lr) {
+                   const TestSet& val, double val_baseline, double lr) {
+  struct Solved {};
   Rng init(experiment::stream_seed(cell.base_seed, 0, kInitStream));
   Rng train_rng(experiment::stream_seed(cell.base_seed, 0, kTrainStream));
   const auto model = make_model(mc, init);
@@ -114,15 +119,30 @@ double pilot_trial(const Cell& cell, const std::vector<std::unique_ptr<Task>>& t
   o.clip_norm = cell.get_real("clip_norm");
   o.quiet = true;
   const std::size_t batch = cell.get_size("batch");
+  const int log_every = cell.get_int32("log_every");
+  const double solved_loss = cell.get_real("solved_loss");
+  const bool values = tasks.back()->spec().target == "values";
+  double best = kNaN;
+  const auto score = [&] {
+    const double v = evaluate(*model, val, values).test_loss;
+    if (std::isfinite(v) && !(v >= best)) best = v;
+    return v;
+  };
   CrossEntropyLoss ce(kIgnoreTarget);
-  const TrainResult r = train_loop(o, params, *optim, schedule_at(cell, lr, o.steps), [&](int step) {
-    const Task& t = *tasks[static_cast<std::size_t>(step) % tasks.size()];
-    return loss_and_grad(*model, t.sample(batch, train_rng), ce);
-  });
-  if (r.diverged) return kNaN;
-  model->eval();
-  const double v = evaluate(*model, val, tasks.back()->spec().target == "values").test_loss;
-  return std::isfinite(v) ? v : kNaN;
+  TrainResult r;
+  try {
+    r = train_loop(o, params, *optim, schedule_at(cell, lr, o.steps), [&](int step) {
+      const Task& t = *tasks[static_cast<std::size_t>(step) % tasks.size()];
+      return loss_and_grad(*model, t.sample(batch, train_rng), ce);
+    }, [&](const StepRecord& s) {
+      if ((s.step + 1) % log_every != 0 && s.step + 1 != o.steps) return;
+      const double v = score();
+      if (solved_loss > 0 && v <= solved_loss * val_baseline) throw Solved{};
+    });
+  } catch (const Solved&) {
+    return best;
+  }
+  return r.diverged ? kNaN : best;
 }
 
 void validate(const Cell& cell) {
@@ -168,8 +188,10 @@ void run_cell(const Cell& cell, CellOutput& out) {
     nlohmann::json group = cell.fingerprint(kName);
     group["replicate"] = 0;
     const std::vector<double> grid = cell.get_real_list("lr_grid");
-    const LrChoice c = shared_choose_lr(cell, "lr pilot of " + group.dump(), grid,
-                                        [&](double x) { return pilot_trial(cell, tasks, mc, val0, x); });
+    const double val0_base = pooled_baseline(val0, split_specs(cell, val0, tasks)).loss;
+    const LrChoice c = shared_choose_lr(cell, "lr pilot of " + group.dump(), grid, [&](double x) {
+      return pilot_trial(cell, tasks, mc, val0, val0_base, x);
+    });
     lr = c.lr;
     for (std::size_t i = 0; i < grid.size(); ++i)
       out.add_row(Row(id).add("lr", grid[i]).add("pilot_steps", cell.get_int("pilot_steps"))
@@ -367,7 +389,7 @@ int main(int argc, char** argv) {
                        "learning rates of the pilot (each trained pilot_steps on replicate 0's "
                        "streams, scored on its validation split; the lowest loss wins)")
           .greater_than(0),
-      int_option("pilot_steps", 0, "updates", "updates per pilot trial; 0 = no pilot, use lr")
+      int_option("pilot_steps", 0, "updates", "most updates per pilot trial (stopped when solved); 0 = no pilot, use lr")
           .at_least(0)
           .at_most(1e9)
           .at_most_key("steps"),

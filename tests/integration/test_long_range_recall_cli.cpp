@@ -11,10 +11,12 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -554,4 +556,31 @@ TEST_CASE("long_range_recall tunes the learning rate, stops early, runs the widt
     };
     CHECK(text(again) == text(out));
   }
+}
+
+TEST_CASE("long_range_recall scores a pilot trial by its best validation loss", "[integration][long_range_recall]") {
+  // Replicate 0 trains at the chosen rate from the pilot's streams, so its validation curve over
+  // the first pilot_steps updates is the chosen trial's: the trial's score is that curve's minimum.
+  TempDir d;
+  const fs::path out = d.path / "res";
+  const Run r = run(tiny(tiny_ini(d.path), out,
+                         {"--task=adding", "--model=lstm", "--length=8", "--seeds=1", "--steps=12",
+                          "--pilot_steps=12", "--log_every=1", "--lr_grid=0.003 0.03", "--patience=100",
+                          "--solved_loss=0"}),
+                    d.path);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const Csv pilot = parse_csv(slurp(out / "long_range_recall_lr_pilot.csv"));
+  const Csv steps = parse_csv(slurp(out / "long_range_recall_steps.csv"));
+  REQUIRE(pilot.rows.size() == 2);
+  REQUIRE(steps.rows.size() == 12);
+  double curve_min = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < steps.rows.size(); ++i) curve_min = std::min(curve_min, std::stod(steps.at(i, "val_loss")));
+  std::size_t chosen = 0;
+  for (std::size_t i = 0; i < pilot.rows.size(); ++i) {
+    if (pilot.at(i, "chosen") != "1") continue;
+    ++chosen;
+    CHECK(std::stod(pilot.at(i, "val_loss")) == Approx(curve_min).epsilon(1e-6));
+  }
+  CHECK(chosen == 1);
 }
