@@ -9,33 +9,37 @@ Benchmark settings (timing.hpp: round 0 estimates the iteration count with min_t
 rounds reuse it; one untimed warm-up call per case):
     cost = repetitions · max(1.4 · min_time_s, t) + min_time_s + t
 where t is the case's time per iteration = analytic FLOPs (stack.hpp's formulas) / a rate
-(GFLOP/s per family and thread count, RATES below: measured as CPU seconds per iteration on the
-development machine, see the README), divided by the speedup at N threads (SPEEDUP). Each point of
-an attention family also runs 2 untimed forwards per kernel of memory_kernels (the heap-growth
-measurement), the others 2. The time-to-accuracy cells train at most
+(GFLOP/s per family at 1 thread, RATES below, from CPU time per iteration of pilot cases on the
+2-core development VM), divided by the speedup at N threads (SPEEDUP). Each point of an attention
+family also runs 2 untimed forwards per kernel of memory_kernels (the heap-growth measurement), the
+others 2; each scaling cell first times its SGEMM reference at SGEMM_RATE. The time-to-accuracy
+cells train at most
     |tta_lrs| · tta_pilot_steps + tta_seeds · tta_max_steps
 updates (fewer when runs reach the target early) at UPDATE_S_PER_TOKEN_PARAM · tta_batch ·
-tta_seq_len · parameters seconds per update (a CPU-time pilot; README), plus the validation
+tta_seq_len · parameters seconds per update (a 1-thread CPU-time pilot), plus the validation
 evaluations (a forward over tta_eval_tokens every tta_eval_every updates, a third of an update's
 cost per tta_batch · tta_seq_len tokens).
 Prints one line per part and the total in minutes. An estimate, not a measurement: compare with
-the merged meta.json's wall_time_s after the run.
+the merged meta.json's cells_wall_time_s (and each cell's wall_time_s) after the run. The pilot
+measurements behind the constants are not recorded in the repository; README.md beside this file,
+"Cost" (under "Standard scale"), lists each constant with what is known of it.
 """
 import configparser
 import json
 import math
 import sys
 
-# GFLOP/s at 1 thread (forward+backward GEMM work), from the CPU-time pilots of the README
-# (48-65 GFLOP/s measured at batch 8 and 32; rounded down).
+# GFLOP/s at 1 thread (forward+backward GEMM work), from CPU-time pilots on the 2-core development
+# VM (48-65 GFLOP/s measured at batch 8 and 32; rounded down).
 RATES = {"self_attention": 55.0, "transformer_encoder": 55.0, "transformer_decoder": 55.0,
          "rnn": 50.0, "lstm": 50.0, "gru": 50.0, "tcn": 48.0}
 # Batch 1 recurrent steps are GEMVs (weight-bandwidth bound): a lower rate (12.5 measured).
 RATES_B1 = {"rnn": 12.0, "lstm": 12.0, "gru": 12.0}
 SPEEDUP = 1.5             # assumed speedup at 2+ threads (for the estimate only)
-DECODE_STEP_S = 2e-4      # one decode step at batch 1 (d_model 256): cost is min_time-bound
+SGEMM_RATE = 80e9         # assumed SGEMM rate at 1 thread, FLOP/s (the roofline reference cases)
+DECODE_STEP_S = 2e-4      # assumed decode step at batch 1 (d_model 256): cost is min_time-bound
 # Seconds per training update per (token of the batch × parameter), 1 thread, from a CPU-time pilot
-# at the standard shape (README), plus a fixed overhead per update.
+# at the standard shape, plus a fixed overhead per update (tta_threads is not modelled).
 UPDATE_S_PER_TOKEN_PARAM = {"transformer_decoder": 1.5e-10, "lstm": 1.0e-10, "gru": 1.0e-10, "rnn": 1.0e-10,
                             "tcn": 1.5e-10}
 UPDATE_OVERHEAD_S = 1e-3
@@ -107,7 +111,7 @@ def main(argv):
         cost = 0.0
         if part == "scaling":
             B, threads = int(c["scaling_batch"]), ints(c["thread_counts"])
-            sg = 2 * int(c["sgemm_size"]) ** 3 / (80e9)
+            sg = 2 * int(c["sgemm_size"]) ** 3 / SGEMM_RATE
             cost += sum(case_cost(sg / (1 if th == 1 else SPEEDUP), reps, mt) for th in threads)
             for n in ints(c["scaling_seq_lens"]):
                 f = fwd_flops(model, B, n, D, F, k, L)
