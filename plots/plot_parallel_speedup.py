@@ -1054,13 +1054,14 @@ def beyond_this_machine():
         "(paper.ini: d_model 512, batch 32, n 128–1024, 1–32 threads)",
         "this machine has 2 cores shared with other jobs, so a speedup can reach at most 2× and load distorts "
         "it; the paper cells need an idle many-core node each (paper.ini: thread_counts up to the node's cores)",
-        sv.paper_sweep("parallel_speedup", cpus=32, mem="16G", time="2:00:00",
+        sv.paper_sweep("parallel_speedup", cpus=32, mem="16G", time="2:00:00", checkpoint_every=500,
                        sbatch="--exclusive --partition=PARTITION"),
         "scaling cell (Transformer encoder layer): ≈ 7 CPU-minutes of timed work per thread count at one "
         "thread, i.e. 14–42 min of an exclusive node for its 6 thread counts (ideal to no speedup); CPU time "
         "measured on truncated cells (n = 128 and 256 only, one thread, one repetition: 5.0 and 9.6 CPU-s) and "
         "extrapolated by the analytic GEMM FLOPs to n = 128–1024 and paper.ini's 10 repetitions plus the "
-        "warm-up call. Crossover, generation and time-to-accuracy cells not measured")]
+        "warm-up call. Crossover, generation and time-to-accuracy cells not measured (a training that runs out of "
+        "--time resumes from its checkpoints when the same command is run again)")]
 
 
 if __name__ == "__main__":
