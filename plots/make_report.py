@@ -28,10 +28,10 @@ Without --quick the report is the single-run report above.
 
 The report is reproducible: it has no clock time. Its "Generated" line names the latest end_utc
 of the runs' meta.json files (RESULTS_DIR's and QUICK_DIR's), so the same CSVs give the same
-bytes, whenever and wherever they are rendered.
+bytes whenever they are rendered.
 
-Exit status: 0 written; 2 a missing RESULTS_DIR or QUICK_DIR, or a malformed CSV, meta.json or
-column (the message names it; nothing is written). The report is written atomically (temporary
+Exit status: 0 written; 2 an unknown option, a missing RESULTS_DIR or QUICK_DIR, or a malformed
+CSV, meta.json or column (the message names it; nothing is written). The report is written atomically (temporary
 file, then rename).
 """
 import argparse
