@@ -17,7 +17,8 @@
 #                     default: cores), --force (recompute finished cells)
 #                     quick writes results/<experiment>/ and results/REPORT.md; standard and paper
 #                     write results/<scale>/<experiment>/ and results/<scale>/REPORT.md, so the
-#                     main job never overwrites a longer run.
+#                     main job never overwrites a longer run; their report sets each verdict beside
+#                     the quick run's when results/<experiment>/ holds one (make_report.py --quick).
 # Environment: SEQLAB_BUILD_DIR (default build/release), PYTHON (default /usr/bin/python3).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
@@ -135,8 +136,14 @@ main_job() {
   install_deps
   build
   for e in "${EXPERIMENTS[@]}"; do run_experiment "$e" "$scale" "$jobs" "$force"; done
-  local report
-  report=$("$PYTHON" plots/make_report.py "$root")
+  # A standard or paper report sets its verdicts beside the quick run's, where results/ has one.
+  local report quick=()
+  if [ "$scale" != quick ]; then
+    for e in "${EXPERIMENTS[@]}"; do
+      if [ -f "results/$e/$e.csv" ]; then quick=(--quick results); fi
+    done
+  fi
+  report=$("$PYTHON" plots/make_report.py "$root" "${quick[@]}")
   say "done: results in $(pwd)/$root"
   say "report: $report"
 }

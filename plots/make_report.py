@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes RESULTS_DIR/REPORT.md: the machine and build, every figure, and the claims table.
 
-usage: make_report.py [RESULTS_DIR]   (default: results)
+usage: make_report.py [RESULTS_DIR] [--quick QUICK_DIR]   (RESULTS_DIR default: results)
 
 For each claim of the README's claims table (the five of the design), the report takes the
 experiment's results directory RESULTS_DIR/<experiment>/ and asks the experiment's plot module
@@ -13,13 +13,30 @@ converged, controls matched); each claim gets a count by verdict kind, 'by const
 but not counted as evidence. Nothing in the table is written by hand. An experiment that has not been run (no <experiment>.csv) is listed as "not run".
 The figures are every RESULTS_DIR/<experiment>/figures/*.png, linked relative to the report.
 
-Exit status: 0 written; 2 a malformed CSV, meta.json or column (the message names it; nothing is
-written). The report is written atomically (temporary file, then rename).
+--quick QUICK_DIR compares RESULTS_DIR (a standard or paper run, e.g. results/standard, as
+`run_all.sh --scale standard` writes it) with the quick run in QUICK_DIR (e.g. results). The
+report then also lists QUICK_DIR's runs, states each glance row's scale, and adds two sections:
+- a side-by-side table per sub-claim: its verdict in QUICK_DIR's run and in RESULTS_DIR's, and the
+  anchor paper's finding (RESULTS_DIR's row, else QUICK_DIR's). Sub-claims are matched by the
+  verdict row's claim text (the same plot module writes both); one present in only one run shows
+  "—" in the other column, and a plot module whose claim texts name the scale's sizes (d_model,
+  heads) gives one row per size;
+- "What this suite cannot decide here": each plot module's beyond_this_machine(), if it has one
+  (dicts of plots/seqlab_verdict.py's BEYOND_KEYS: the sub-claim, why not on this machine, the
+  `--scale paper` Slurm command and the cost of one cell); "(none stated)" for a module without.
+Without --quick the report is the single-run report above.
+
+The report is reproducible: it has no clock time. Its "Generated" line names the latest end_utc
+of the runs' meta.json files (RESULTS_DIR's and QUICK_DIR's), so the same CSVs give the same
+bytes whenever they are rendered.
+
+Exit status: 0 written; 2 an unknown option, a missing RESULTS_DIR or QUICK_DIR, or a malformed
+CSV, meta.json or column (the message names it; nothing is written). The report is written atomically (temporary
+file, then rename).
 """
-import datetime
+import argparse
 import glob
 import importlib.util
-import json
 import os
 import sys
 
@@ -72,15 +89,20 @@ ROW_KEYS = ("claim", "measured", "anchor", "verdict", "rule", "kind", "reason", 
             "margin", "checks")
 
 
+_MODULES = {}
+
+
 def load_plot_module(name):
-    """plots/plot_<name>.py as a module, or None if there is none."""
-    path = os.path.join(HERE, f"plot_{name}.py")
-    if not os.path.isfile(path):
-        return None
-    spec = importlib.util.spec_from_file_location(f"plot_{name}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """plots/plot_<name>.py as a module (loaded once), or None if there is none."""
+    if name not in _MODULES:
+        path = os.path.join(HERE, f"plot_{name}.py")
+        mod = None
+        if os.path.isfile(path):
+            spec = importlib.util.spec_from_file_location(f"plot_{name}", path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        _MODULES[name] = mod
+    return _MODULES[name]
 
 
 def md_cell(text):
@@ -89,8 +111,9 @@ def md_cell(text):
 
 
 def scale_of(meta):
+    """The run's scale: its resolved config's `scale`, else its config file's stem, else 'custom'."""
     cfg = meta.get("config", {})
-    if "scale" in cfg:
+    if cfg.get("scale"):
         return str(cfg["scale"])
     f = cfg.get("config_file", "")
     return os.path.splitext(os.path.basename(f))[0] if f else "custom"
@@ -137,19 +160,125 @@ def checks_cell(checks):
     return " · ".join(f"{names[c]} {checks.get(c, 'n.a.')}" for c in sv.CHECKS)
 
 
-def render(res):
-    sections = []
-    metas = {}
+def load_run(res):
+    """Every claim's (number, experiment, claim, meta or None, verdict rows, figures) for the
+    results directory `res`, in CLAIMS order. Raises st.DataError as experiment_section does."""
+    out = []
     for num, name, claim in CLAIMS:
         meta, rows, figs = experiment_section(res, num, name)
-        metas[name] = meta
-        sections.append((num, name, claim, meta, rows, figs))
+        out.append((num, name, claim, meta, rows, figs))
+    return out
 
-    any_meta = next((m for m in metas.values() if m), None)
+
+def latest_end(*runs):
+    """The latest end_utc ('YYYY-MM-DDTHH:MM:SSZ', so the largest string) over the meta.json files
+    of the runs (load_run results), or None if no run has one."""
+    ends = [str(meta["end_utc"]) for run in runs for _, _, _, meta, _, _ in run
+            if meta and meta.get("end_utc")]
+    return max(ends) if ends else None
+
+
+def scale_label(run, fallback):
+    """The scale of a run's experiments ('standard'; 'quick/tiny' when they differ), or
+    `fallback` when none was run."""
+    scales = sorted({scale_of(meta) for _, _, _, meta, _, _ in run if meta})
+    return "/".join(scales) if scales else fallback
+
+
+def runs_table(run):
+    """The lines of the table of a run's experiments: scale, seeds, cells, commit, UTC times."""
+    out = ["| experiment | scale | seeds | cells | git commit | run (UTC) |", "|---|---|---|---|---|---|"]
+    for num, name, claim, meta, rows, figs in run:
+        if not meta:
+            out.append(f"| {name} | not run | | | | |")
+            continue
+        git = meta.get("git", {})
+        commit = str(git.get("commit", "?"))[:10] + (" (dirty)" if git.get("dirty") else "")
+        seeds = meta.get("config", {}).get("seeds", "?")
+        out.append(f"| {name} | {scale_of(meta)} | {seeds} | {meta.get('cells_count', '?')} | "
+                   f"`{commit}` | {meta.get('start_utc', '?')} – {meta.get('end_utc', '?')} |")
+    return out
+
+
+def paired_rows(rows, quick_rows):
+    """(row or None, quick row or None) pairs of one claim's sub-claims, matched by their claim
+    text: `rows` in order (each with the first unmatched quick row of the same text), then the
+    quick rows that matched none, in their order."""
+    left = list(quick_rows)
+    pairs = []
+    for r in rows:
+        q = next((x for x in left if x["claim"] == r["claim"]), None)
+        if q is not None:
+            left.remove(q)
+        pairs.append((r, q))
+    return pairs + [(None, q) for q in left]
+
+
+def side_by_side(run, quick, label, quick_label):
+    """The lines of the side-by-side table: per sub-claim, its verdict in the quick run and in
+    this run, and the anchor paper's finding (this run's row, else the quick run's)."""
+    out = [f"| # | sub-claim | {md_cell(quick_label)} verdict | {md_cell(label)} verdict | anchor paper's finding |",
+           "|---|---|---|---|---|"]
+    verdict = lambda r: f"**{md_cell(r['verdict'])}**" if r else "—"  # noqa: E731
+    for (num, name, claim, meta, rows, figs), (_, _, _, qmeta, qrows, _) in zip(run, quick):
+        if not meta and not qmeta:
+            out.append(f"| {num} | `{name}` not run | — | — | |")
+            continue
+        for r, q in paired_rows(rows, qrows):
+            row = r or q
+            out.append(f"| {num} | {md_cell(row['claim'])} | {verdict(q)} | {verdict(r)} | {md_cell(row['anchor'])} |")
+    return out
+
+
+def beyond_rows(name, mod):
+    """The rows of the plot module `mod`'s beyond_this_machine() (dicts with
+    seqlab_verdict.BEYOND_KEYS), [] when `mod` is None or has no such function. Raises
+    st.DataError naming the module when a row lacks a key or the function returns no list."""
+    fn = getattr(mod, "beyond_this_machine", None)
+    if fn is None:
+        return []
+    rows = fn()
+    if not isinstance(rows, list):
+        raise st.DataError(f"plots/plot_{name}.py: beyond_this_machine() must return a list of dicts")
+    for r in rows:
+        missing = [k for k in sv.BEYOND_KEYS if not isinstance(r, dict) or k not in r]
+        if missing:
+            raise st.DataError(f"plots/plot_{name}.py: beyond_this_machine() row lacks {', '.join(missing)}")
+    return rows
+
+
+def cannot_decide(modules):
+    """The lines of "What this suite cannot decide here" from (number, experiment, plot module or
+    None) triples: one table row per beyond_this_machine() row, '(none stated)' for a module
+    without one."""
+    out = ["| # | sub-claim | why not on this machine | command (`--scale paper`, Slurm) | cost per cell |",
+           "|---|---|---|---|---|"]
+    for num, name, mod in modules:
+        rows = beyond_rows(name, mod)
+        if not rows:
+            out.append(f"| {num} | (none stated) | `plots/plot_{name}.py` states none | | |")
+        for r in rows:
+            out.append(f"| {num} | {md_cell(r['sub_claim'])} | {md_cell(r['why'])} | `{md_cell(r['command'])}` | "
+                       f"{md_cell(r['cost'])} |")
+    return out
+
+
+def render(res, quick_dir=None):
+    """The report's text for the results directory `res`; with `quick_dir`, compared with the
+    quick run there (module docstring). Raises st.DataError on a malformed CSV or meta.json."""
+    sections = load_run(res)
+    quick = load_run(quick_dir) if quick_dir is not None else None
+    label = scale_label(sections, "this run")
+    end = latest_end(sections, *([quick] if quick else []))
+    qrel = os.path.relpath(quick_dir, res) if quick else None  # the quick run, relative to the report
+
+    any_meta = next((s[3] for s in sections if s[3]), None)
     out = ["# seqlab results report", ""]
-    out.append(f"Generated {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')} "
-               f"by `plots/make_report.py` from the CSVs and `meta.json` files in this directory. "
-               f"{VERDICT_RULE}")
+    where = "in this directory"
+    if quick:
+        where += f" and, for the {scale_label(quick, 'quick')} column, in `{qrel}`"
+    out.append(f"Generated {f'from runs ending {end} ' if end else ''}by `plots/make_report.py` from the CSVs "
+               f"and `meta.json` files {where}. {VERDICT_RULE}")
     out.append("")
     out.append("## Machine and build")
     out.append("")
@@ -164,37 +293,58 @@ def render(res):
     else:
         out.append("- no experiment has been run yet (no meta.json found)")
     out.append("")
-    out.append("| experiment | scale | seeds | cells | git commit | run (UTC) |")
-    out.append("|---|---|---|---|---|---|")
-    for num, name, claim, meta, rows, figs in sections:
-        if not meta:
-            out.append(f"| {name} | not run | | | | |")
-            continue
-        git = meta.get("git", {})
-        commit = str(git.get("commit", "?"))[:10] + (" (dirty)" if git.get("dirty") else "")
-        seeds = meta.get("config", {}).get("seeds", "?")
-        out.append(f"| {name} | {scale_of(meta)} | {seeds} | {meta.get('cells_count', '?')} | "
-                   f"`{commit}` | {meta.get('start_utc', '?')} – {meta.get('end_utc', '?')} |")
+    out += runs_table(sections)
     out.append("")
+    if quick:
+        out.append(f"The runs compared with, in `{qrel}`:")
+        out.append("")
+        out += runs_table(quick)
+        out.append("")
 
     out.append("## Verdicts at a glance")
     out.append("")
     out.append("Each claim's sub-claims and their verdicts; what was measured, the paper's number and the "
-               "rule are in the next section.")
+               "rule are in the next section." if not quick else
+               "Each claim's sub-claims and their verdicts in this run, with its scale; the next section sets them "
+               "beside the quick run's, and the section \"Claims\" gives what was measured, the paper's number and "
+               "the rule.")
     out.append("")
-    out.append("| # | sub-claim | verdict |")
-    out.append("|---|---|---|")
+    out.append("| # | sub-claim | scale | verdict |" if quick else "| # | sub-claim | verdict |")
+    out.append("|---|---|---|---|" if quick else "|---|---|---|")
     for num, name, claim, meta, rows, figs in sections:
         if not meta:
-            out.append(f"| {num} | `{name}` not run | |")
+            out.append(f"| {num} | `{name}` not run | |" + (" |" if quick else ""))
             continue
+        scale = f" {md_cell(scale_of(meta))} |" if quick else ""
         for r in rows:
-            out.append(f"| {num} | {md_cell(r['claim'])} | **{md_cell(r['verdict'])}** |")
+            out.append(f"| {num} | {md_cell(r['claim'])} |{scale} **{md_cell(r['verdict'])}** |")
     out.append("")
     for num, name, claim, meta, rows, figs in sections:
         if meta:
             out.append(f"- Claim {num} ({name}): {sv.counts(rows)}.")
     out.append("")
+
+    if quick:
+        qlabel = scale_label(quick, "quick")
+        out.append("## Verdicts by scale")
+        out.append("")
+        out.append(f"Each sub-claim's verdict at the {qlabel} scale (`{qrel}`) and at the "
+                   f"{label} scale (this run), so that one sees what scale each conclusion needs. Sub-claims are "
+                   "matched by their text; \"—\": the sub-claim is not in that run (a plot module writes a row for "
+                   "what the run measured, and some name the sizes they were measured at).")
+        out.append("")
+        out += side_by_side(sections, quick, label, qlabel)
+        out.append("")
+        out.append("## What this suite cannot decide here")
+        out.append("")
+        out.append("Sub-claims that need a cluster node or a GPU, as each plot module states them "
+                   "(`beyond_this_machine()`), with the command that submits the experiment's `--scale paper` "
+                   "sweep as a Slurm job array (experiments/slurm/README.md) and the cost of one cell. Copied back "
+                   "into `results/paper/`, the sweep is reported with `plots/make_report.py results/paper --quick "
+                   "results`.")
+        out.append("")
+        out += cannot_decide([(num, name, load_plot_module(name)) for num, name, _ in CLAIMS])
+        out.append("")
 
     out.append("## Claims")
     out.append("")
@@ -231,12 +381,30 @@ def render(res):
     return "\n".join(out) + "\n"
 
 
+def parse_args(argv):
+    """RESULTS_DIR and --quick QUICK_DIR from argv (without the program name); argparse exits 2
+    with its usage on an unknown option."""
+    p = argparse.ArgumentParser(
+        prog="make_report.py",
+        description="Writes RESULTS_DIR/REPORT.md from the CSVs and meta.json files of RESULTS_DIR/<experiment>/.")
+    p.add_argument("results_dir", nargs="?", default="results", metavar="RESULTS_DIR",
+                   help="the run to report (default: results, the quick run; results/standard for the standard run)")
+    p.add_argument("--quick", metavar="QUICK_DIR",
+                   help="the quick run to compare RESULTS_DIR with (e.g. results): adds the side-by-side table of "
+                        "verdicts and the section on what this suite cannot decide on this machine")
+    return p.parse_args(argv)
+
+
 def main(argv):
-    res = argv[1] if len(argv) > 1 else "results"
+    args = parse_args(argv[1:])
+    res = args.results_dir
     if not os.path.isdir(res):
         st.fail(f"results directory not found: {res}")
+    if args.quick is not None and not os.path.isdir(args.quick):
+        st.fail(f"--quick: quick results directory not found: {args.quick} (run ./run_all.sh for the quick run, "
+                f"or leave out --quick)")
     try:
-        text = render(res)
+        text = render(res, args.quick)
     except st.DataError as e:
         st.fail(str(e))
     path = os.path.join(res, "REPORT.md")

@@ -543,6 +543,20 @@ def verdicts(results_dir):
     return out
 
 
+def beyond_this_machine():
+    """What this experiment cannot decide on the 2-core development machine (plots/make_report.py,
+    "What this suite cannot decide here"; keys seqlab_verdict.BEYOND_KEYS)."""
+    return [sv.beyond(
+        "The three sub-designs at the paper scale (paper.ini): d_model 64, 4 layers (encoder-decoder 2 + 2), "
+        "T = 32, 8 heads as Vaswani et al.'s reference and heads of 4–64 dimensions (n_heads 1–16), 3000 updates, "
+        "5 seeds",
+        "165 cells, about 20 core-hours: some 10 h on both cores of this machine, beyond the standard scale's "
+        "hour per experiment; as a Slurm array it takes one cell's time",
+        sv.paper_sweep("attention_ablations", mem="1G", time="0:30:00", checkpoint_every=250),
+        "~6–8 min per cell, roughly 20 core-hours for the 165 cells (README \"Paper scale\": about 0.1 s of one "
+        "core per update, measured)")]
+
+
 # ----------------------------------------------------------------------------------------------
 # Figures
 

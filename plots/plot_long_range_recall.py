@@ -909,6 +909,20 @@ def verdicts(results_dir):
     return rows
 
 
+def beyond_this_machine():
+    """What this experiment cannot decide on the 2-core development machine (plots/make_report.py,
+    "What this suite cannot decide here"; keys seqlab_verdict.BEYOND_KEYS)."""
+    return [sv.beyond(
+        "Bai et al.'s lengths: copy memory at T = 1000 and the adding problem at T = 600 (their Table 1), "
+        "~16K parameters, 15,000 updates (paper.ini, with length 200 for the trend)",
+        "the standard scale stops at length 128 (copy-memory sequence 148), the longest its hour on 2 cores "
+        "affords; one paper cell takes hours, a Transformer cell at length 1000 up to ~18 h (attention is O(S²))",
+        sv.paper_sweep("long_range_recall", mem="2G", time="40:00:00", checkpoint_every=500),
+        "0.3–4.6 h per RNN/LSTM/GRU/TCN cell and up to ~18 h per Transformer cell at length 1000, a few hundred "
+        "core-hours for the 180 cells (README \"Why paper.ini looks as it does\": ms_per_step of 3 updates on the "
+        "loaded 2-core VM × 15,000 updates; wall-clock on one thread, so less on idle cores)")]
+
+
 def main(argv):
     res = argv[1] if len(argv) > 1 else os.path.join("results", NAME)
     try:

@@ -1046,5 +1046,23 @@ def verdicts(results_dir):
     return [r for r in out if r is not None]
 
 
+def beyond_this_machine():
+    """What this experiment cannot decide on the 2-core development machine (plots/make_report.py,
+    "What this suite cannot decide here"; keys seqlab_verdict.BEYOND_KEYS)."""
+    return [sv.beyond(
+        "Thread scaling past 2 cores: self-attention gains more speedup from threads than recurrence "
+        "(paper.ini: d_model 512, batch 32, n 128–1024, 1–32 threads)",
+        "this machine has 2 cores shared with other jobs, so a speedup can reach at most 2× and load distorts "
+        "it; the paper cells need an idle many-core node each (paper.ini: thread_counts up to the node's cores)",
+        sv.paper_sweep("parallel_speedup", cpus=32, mem="16G", time="2:00:00", checkpoint_every=500,
+                       sbatch="--exclusive --partition=PARTITION"),
+        "scaling cell (Transformer encoder layer): ≈ 7 CPU-minutes of timed work per thread count at one "
+        "thread, i.e. 14–42 min of an exclusive node for its 6 thread counts (ideal to no speedup); CPU time "
+        "measured on truncated cells (n = 128 and 256 only, one thread, one repetition: 5.0 and 9.6 CPU-s) and "
+        "extrapolated by the analytic GEMM FLOPs to n = 128–1024 and paper.ini's 10 repetitions plus the "
+        "warm-up call. Crossover, generation and time-to-accuracy cells not measured (a training that runs out of "
+        "--time resumes from its checkpoints when the same command is run again)")]
+
+
 if __name__ == "__main__":
     main(sys.argv)

@@ -776,6 +776,24 @@ def verdicts(results_dir):
     return out
 
 
+def beyond_this_machine():
+    """What this experiment cannot decide on the 2-core development machine (plots/make_report.py,
+    "What this suite cannot decide here"; keys seqlab_verdict.BEYOND_KEYS)."""
+    return [sv.beyond(
+        "Extrapolation at Press et al.'s scale (ALiBi, Figure 1 and Tables 2–3: 247M parameters on WikiText-103, L_train 512 or 1024); the "
+        "suite's closest is paper.ini: a decoder of d_model 256, 4 layers, L_train 128 on the KJV, evaluated to "
+        "8×, 5 seeds, Chen et al.'s 1000 fine-tune updates",
+        "Press et al.'s models need GPUs and WikiText-103 (not a Debian package), beyond any scale of this "
+        "suite; paper.ini compares the shapes of the degradation past L_train (not perplexities), at 150 cells "
+        "of hours each",
+        sv.paper_sweep("position_extrapolation", mem="2G", time="8:00:00", checkpoint_every=500),
+        "text cell (sinusoidal): ≈ 3.3 CPU-hours at one thread (≈ 1.0 CPU-s per update × 11,500 updates: 10,000 "
+        "training and 3 × 500 pilot; plus ≈ 4 min of evaluation); CPU time of truncated cells (10 and 30 updates, "
+        "1024 and 2048 test characters: 23.4, 43.5 and 26.9 CPU-s) extrapolated linearly to paper.ini's updates "
+        "and 65,536 test characters. The rope text cells add 3 × 1000 fine-tune updates at length 512; copy, "
+        "MQAR and passkey cells train 1000–3000 updates (not measured)")]
+
+
 def main(argv):
     res = argv[1] if len(argv) > 1 else os.path.join("results", NAME)
     try:

@@ -305,3 +305,30 @@ def counts(rows):
     if n[BY_CONSTRUCTION]:
         out += f"; {BY_CONSTRUCTION} {n[BY_CONSTRUCTION]} (shown, not counted as evidence)"
     return out
+
+
+# What a plot module's optional beyond_this_machine() returns, one dict per sub-claim that this
+# suite cannot decide on its 2-core development machine (plots/make_report.py, section "What this
+# suite cannot decide here"): the sub-claim, why not here, the Slurm command of its paper-scale
+# sweep, and the cost of one cell.
+BEYOND_KEYS = ("sub_claim", "why", "command", "cost")
+
+
+def paper_sweep(experiment, *, mem, time, cpus=1, checkpoint_every=0, sbatch="--partition=PARTITION"):
+    """The command that submits `experiment`'s paper-scale sweep (configs/paper.ini) to Slurm as
+    one job array plus a merge job (experiments/slurm/submit.sh; experiments/slurm/README.md), into
+    results/paper/<experiment>/ so that no quick or standard run is overwritten. mem and time are
+    sbatch's syntax ("2G", "3:00:00"), per cell; cpus the cores each cell gets (its --threads);
+    checkpoint_every > 0 makes every cell resumable after preemption; sbatch: the options passed to
+    sbatch after `--` (PARTITION is the cluster's)."""
+    cmd = [f"experiments/slurm/submit.sh {experiment} --scale paper --out results/paper/{experiment}",
+           f"--cpus-per-task {cpus}", f"--mem {mem}", f"--time {time}"]
+    if checkpoint_every:
+        cmd.append(f"--checkpoint-every {checkpoint_every}")
+    return " ".join(cmd) + f" -- {sbatch}"
+
+
+def beyond(sub_claim, why, command, cost):
+    """One row of beyond_this_machine() (keys BEYOND_KEYS): the sub-claim, why this machine cannot
+    decide it, the command that can (paper_sweep), and the measured or stated cost of one cell."""
+    return dict(sub_claim=sub_claim, why=why, command=command, cost=cost)
