@@ -5,12 +5,13 @@ the merged CSVs and meta.json of a real run of `parallel_speedup --scale tiny`).
 Checks: the script exits 0 and writes every figure as PNG and PDF plus the crossover, crossover-law
 and memory-fit tables; verdicts() returns well-formed rows (plots/seqlab_verdict.py's vocabulary),
 shows the sequential-steps, memory and decoding-steps rows 'by construction' (the fixture's counts
-are the implementation's; its attention keeps the n × n probabilities). On edited copies, each rule
-decides as stated: the crossover law holds for n* = 2d and fails for n* ∝ d^1.5; the memory row
-depends on the kernel once a fused kernel's linear bytes are added; thread scaling holds when the
-Transformer's paired speedups exceed the recurrent layers' and fails when reversed; the decoding
-latency row holds when the decoder's grows with the prefix and the LSTM's does not; the
-time-to-accuracy rank test holds, fails and is inconclusive, and a target above the unigram
+are the implementation's; its attention keeps the n × n probabilities), the memory row naming the
+run's memory_kernels (the materialised kernel only; 'not recorded' without meta.json). On edited
+copies, each rule decides as stated: the crossover law holds for n* = 2d and fails for n* ∝ d^1.5;
+the memory row depends on the kernel once a fused kernel's linear bytes are added; thread scaling
+holds when the Transformer's paired speedups exceed the recurrent layers' and fails when reversed;
+the decoding latency row holds when the decoder's grows with the prefix and the LSTM's does not;
+the time-to-accuracy rank test holds, fails and is inconclusive, and a target above the unigram
 baseline is the floor. A CSV without one of its columns makes the script exit 2 naming the column
 and verdicts() raise DataError; a missing CSV likewise. Exit status 0 when every check passes.
 """
@@ -118,8 +119,13 @@ def main():
         check_verdict_rows(v)
         check(row_with(v, "sequential steps")["verdict"] == "by construction",
               "the fixture's sequential steps (L, L·n, 2·levels) are shown 'by construction'")
-        check(row_with(v, "memory")["verdict"] == "by construction",
+        got = row_with(v, "memory")
+        check(got["verdict"] == "by construction",
               "the fixture's materialised attention keeps bytes growing as n²: by construction")
+        check("the run measured only the materialised kernel: memory_kernels = materialised" in got["reason"],
+              f"the memory row names the run's memory_kernels, the materialised kernel only ({got['reason']!r})")
+        check("no fused" not in got["reason"],
+              f"the memory row does not say the library lacks a fused kernel ({got['reason']!r})")
         check(row_with(v, "Autoregressive")["verdict"] == "by construction",
               "decoding steps (n+1)·L for both families: by construction")
 
@@ -134,6 +140,13 @@ def main():
         replace_part(bad, "crossover", crossover_cases(lambda d: d ** 1.5 / 2))
         got = row_with(plot.verdicts(bad), "scales with the width")
         check(got["verdict"] == "fails", f"n* ∝ d^1.5: the slope-1 law fails ({got['verdict']}: {got['reason']})")
+
+        # Memory without meta.json: the row says memory_kernels is not recorded.
+        nometa = fresh(FIXTURE, tmp, "nometa")
+        os.remove(os.path.join(nometa, "parallel_speedup.meta.json"))
+        got = row_with(plot.verdicts(nometa), "memory")
+        check(got["verdict"] == "by construction" and "memory_kernels = not recorded" in got["reason"],
+              f"without meta.json the memory row says memory_kernels is not recorded ({got['reason']!r})")
 
         # Memory: adding a fused kernel whose bytes lack the n² term makes the row depend on the kernel.
         mem = fresh(FIXTURE, tmp, "memory")
