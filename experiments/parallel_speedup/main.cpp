@@ -63,6 +63,7 @@ TtaSettings tta_settings(const Cell& c) {
   s.d_ff = c.get_size("tta_d_ff");
   s.kernel_size = c.get_size("kernel_size");
   s.norm_placement = c.get_string("norm_placement");
+  s.attention_kernel = c.get_string("attention_kernel");
   s.batch = c.get_size("tta_batch");
   s.lrs = c.get_real_list("tta_lrs");
   s.pilot_steps = c.get_int32("tta_pilot_steps");
@@ -205,8 +206,8 @@ int main(int argc, char** argv) {
       string_option("match", "d_model", "timed stacks: d_model (every family at width d_model) or params "
                     "(recurrent and TCN widths matched to the Transformer layers' parameter count)")
           .one_of({"d_model", "params"}),
-      string_option("attention_kernel", "materialised", "kernel of the timed attention (materialised | fused | "
-                    "auto, MultiheadAttention's kernel switch)")
+      string_option("attention_kernel", "materialised", "kernel of the timed attention and of the time-to-accuracy "
+                    "Transformer (materialised | fused | auto, MultiheadAttention's kernel switch)")
           .one_of({"materialised", "fused", "auto"}),
       choice_list_option("memory_kernels", "materialised", {"materialised", "fused", "auto"},
                          "kernels whose bytes kept for backward are measured at every timed attention point"),

@@ -1,5 +1,5 @@
 #pragma once
-// The timed parts of parallel_speedup (one per cell: unit = part:model, README "Design") and the
+// The timed parts of parallel_speedup (one per cell: unit = part:model; README "Parts") and the
 // rows every part writes.
 //
 //   scaling     the family's stack at the benchmark shape (scaling_batch, d_model, n_heads, d_ff)

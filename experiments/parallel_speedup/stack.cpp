@@ -27,11 +27,6 @@ const std::vector<std::string>& family_names() {
   return names;
 }
 
-const std::vector<std::string>& trainable_families() {
-  static const std::vector<std::string> names(family_names().begin() + 1, family_names().end());
-  return names;
-}
-
 bool StackConfig::is_transformer() const {
   return model == "transformer_encoder" || model == "transformer_decoder";
 }

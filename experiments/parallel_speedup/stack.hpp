@@ -91,8 +91,6 @@ namespace parallel_speedup {
 
 /// The seven families, in the order of the experiment's `model` key.
 const std::vector<std::string>& family_names();
-/// The families the model factory builds (all but self_attention): what tta_models may name.
-const std::vector<std::string>& trainable_families();
 
 struct StackConfig {
   std::string model;            // one of family_names()
@@ -173,8 +171,8 @@ class LayerStack {
   void rewind_decode(std::size_t n);
   /// Starts a new decode (empty caches, zero recurrent state).
   void reset_decode();
-  /// Sets the kernel of every attention (attention_kernel values; kernel_available). Throws
-  /// std::invalid_argument for a kernel this build does not have.
+  /// Sets the kernel of every attention (attention_kernel values: materialised, fused, auto).
+  /// Throws std::invalid_argument for any other name.
   void set_attention_kernel(const std::string& kernel);
   /// True if a forward at seq_len T runs the fused kernel (false for non-attention families).
   bool uses_fused(std::size_t T) const;

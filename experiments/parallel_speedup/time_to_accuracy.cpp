@@ -97,6 +97,7 @@ ModelConfig tta_model_config(const std::string& model, const TtaSettings& s, std
   ref.output_size = vocab;
   ref.head = "per_position";
   ref.kernel_size = s.kernel_size;
+  ref.attention_kernel = s.attention_kernel;
   ref.validate();
   ModelConfig mc = ref;
   mc.model = model;
@@ -242,7 +243,7 @@ void run_time_to_accuracy(const Cell& cell, const std::string& model, const TtaS
     PointInfo p;
     p.part = "tta";
     p.model = model;
-    p.kernel = mc.is_transformer() ? "materialised" : "none";
+    p.kernel = mc.is_transformer() ? mc.attention_kernel : "none";
     p.match = "params";
     p.pass = "train_update";
     p.batch = s.batch;

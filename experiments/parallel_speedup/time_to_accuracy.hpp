@@ -52,6 +52,7 @@ struct TtaSettings {
   std::size_t d_ff = 256;
   std::size_t kernel_size = 3;   // TCN
   std::string norm_placement = "pre";
+  std::string attention_kernel = "materialised";  // the Transformer's kernel (attention_kernel key)
   std::size_t batch = 16;        // B
   std::vector<double> lrs;       // the learning-rate grid (choose_lr)
   int pilot_steps = 200;

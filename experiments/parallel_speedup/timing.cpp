@@ -2,7 +2,6 @@
 #include "timing.hpp"
 
 #include <malloc.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
@@ -109,12 +108,6 @@ ThreadBudget::~ThreadBudget() { seqlab::set_num_threads(previous_); }
 std::size_t heap_in_use_bytes() {
   const struct mallinfo2 mi = mallinfo2();
   return mi.uordblks + mi.hblkhd;
-}
-
-std::size_t peak_rss_bytes() {
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<std::size_t>(ru.ru_maxrss) * 1024u;
 }
 
 }  // namespace parallel_speedup

@@ -97,7 +97,4 @@ class ThreadBudget {
 /// chunks), for the heap growth of one forward.
 std::size_t heap_in_use_bytes();
 
-/// Peak resident set size of this process so far, bytes (getrusage ru_maxrss × 1024).
-std::size_t peak_rss_bytes();
-
 }  // namespace parallel_speedup
