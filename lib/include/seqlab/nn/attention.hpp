@@ -116,18 +116,17 @@ AttentionKernel parse_attention_kernel(const std::string& name);
 std::string to_string(AttentionKernel kernel);
 
 /// Shortest sequence (min(Tq, Tk)) for which AttentionKernel::automatic runs the fused kernel,
-/// with the causal mask and without. To be measured: the bench_layers cases AttnKernel_* time
-/// both kernels over seq_len 64..2048 at the experiments' small d_model and n_heads, and
-/// experiments/bench/attention_threshold.py reads the crossover (experiments/bench/README.md,
-/// "Choosing the attention kernel"). Provisional values, from instruction counts (callgrind,
-/// AVX2 build, README): with the causal mask the fused kernel skips about half the tiles and
-/// executes fewer instructions than the materialised one from seq_len 256 (d_model 32, 2 heads);
-/// without it, it executes a fifth to a third more at every length (its backward recomputes the
-/// scores: five products per tile instead of four), and gains only the memory traffic of P, which
-/// no longer fits in a 1-2 MiB L2 from about seq_len 512 (one head's P is 4·T² bytes, the
-/// materialised backward streams P and a [T, T] scratch): 1024 until measured.
-inline constexpr std::size_t kFusedAttentionMinSeqLenCausal = 256;
-inline constexpr std::size_t kFusedAttentionMinSeqLen = 1024;
+/// with the causal mask and without. Measured (experiments/bench/README.md, "Choosing the
+/// attention kernel"): the bench_layers cases AttnKernel_* time both kernels' forward+backward
+/// over seq_len 64..2048 × d_model {32, 64} × n_heads {2, 4, 8} at 1 and 2 threads, and
+/// experiments/bench/attention_threshold.py takes, per causal value, the largest crossover over
+/// those groups (the shortest seq_len from which the fused kernel is at least as fast at every
+/// longer one). Causal: 128 (the fused kernel skips the tiles above the diagonal; it is slower
+/// only at seq_len 64 with 16- and 32-wide heads). Without the mask: 2048 (with 32-wide heads,
+/// d_model 64 and 2 heads, the materialised kernel is 1.1-1.25× faster up to seq_len 1024 at one
+/// thread; the fused backward recomputes the scores, five products per tile instead of four).
+inline constexpr std::size_t kFusedAttentionMinSeqLenCausal = 128;
+inline constexpr std::size_t kFusedAttentionMinSeqLen = 2048;
 
 class MultiheadAttention : public Module {
  public:
