@@ -357,11 +357,13 @@ def fmt_n(kind, n):
 
 
 def crossover_law(table, attention, other):
-    """OLS of log2 n* on log2 d over the d with an interpolated n*: dict or None."""
+    """OLS of log2 n* on log2 d over the d with an interpolated n*: dict(fit, n, total), fit None
+    with fewer than MIN_LAW_POINTS distinct d (the rule of the scaling-law verdict, so the CSV and
+    the figure show no slope the verdict would not use)."""
     pts = [(math.log2(c["d"]), math.log2(c["n_star"])) for c in table
            if c["attention"] == attention and c["other"] == other and c["kind"] is None]
     allc = [c for c in table if c["attention"] == attention and c["other"] == other]
-    if len(pts) < 2 or len({x for x, _ in pts}) < 2:
+    if len({x for x, _ in pts}) < MIN_LAW_POINTS:
         return dict(fit=None, n=len(pts), total=len(allc))
     return dict(fit=ss.ols([x for x, _ in pts], [y for _, y in pts]), n=len(pts), total=len(allc))
 
