@@ -876,8 +876,9 @@ def _v_crossover(data, table):
                           + ", ".join(f"d {c['d']:g} → {fmt_n(c['kind'], c['n_star'])} "
                                       f"(FLOPs {fmt_n(c['flop_kind'], c['n_flop'])})" for c in cs))
         v = _crossover_level(cs, LABEL[o])
-        if counted and v.kind == sv.HOLDS and _flops_predict_band(cs):
+        if counted and _flops_predict_band(cs):
             flop_band.append(LABEL[o])
+        if counted and v.kind == sv.HOLDS and _flops_predict_band(cs):
             v = sv.Verdict(v.kind, f"{v.reason}; the FLOP crossover lies inside the band too, so this says the "
                            f"times track the FLOP count", test=v.test, effect=v.effect, margin=v.margin,
                            checks=v.checks)
@@ -913,7 +914,7 @@ def _v_crossover(data, table):
     v = sv.combine(parts_level, condition="the layer")
     flops_note = (f"; the FLOP crossover is shown beside each time crossover: the verdict tests the claim's n ≈ d, "
                   f"which the FLOP count itself predicts for {', '.join(flop_band)} (inside ×/÷ "
-                  f"{CROSSOVER_FACTOR:g} of d), so a 'holds' there says the times track the FLOPs"
+                  f"{CROSSOVER_FACTOR:g} of d at every d), so a 'holds' there says the times track the FLOPs"
                   if flop_band else "; the FLOP crossover is shown beside each time crossover")
     out.append(v.row(
         claim="A self-attention layer is faster than a recurrent layer for n < d and slower beyond (crossover n ≈ d)",
