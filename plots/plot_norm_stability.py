@@ -525,9 +525,11 @@ def verdict_mismatch(d):
             f"statistics) − precise BN (population statistics of the training distribution), holds if beyond "
             f"+{LOSS_EFFECT:g}. Under a shift (trained on shares 0 to the smallest max, tested at the largest "
             f"test share vs share 0, eval mode): the difference in differences [BN(shift) − BN(0)] − "
-            f"[LN(shift) − LN(0)], holds if beyond +{LOSS_EFFECT:g}; fails if within or below; combined: "
-            f"'depends on the shift' when one part holds and the other fails; inconclusive when the shift part "
-            f"was not run (one training padding range)")
+            f"[LN(shift) − LN(0)], holds if beyond +{LOSS_EFFECT:g}; fails if within or below; combined: holds "
+            f"if both hold, fails if both fail, 'depends on the shift' when one part holds and the other fails; "
+            f"when one part fails and the other is undecided (or the shift part was not run: one training "
+            f"padding range), the undecided kind, since the other part holding would make it 'depends on the "
+            f"shift'")
     rows = d.study("padding")
     n, seed_note = _seed_note(d)
     conds = sorted({r["train_pad_max"] for r in rows})
@@ -571,11 +573,19 @@ def verdict_mismatch(d):
                            f"{ss.paired_difference(ev, rc).value:+.3f}")
     measured = "; ".join(txt) + f"; {n} seeds"
     v = sv.combine(parts, condition="the shift")
+    undecided = {p.kind for _, p in parts if p.kind not in (sv.HOLDS, sv.FAILS)}
     if len(parts) == 1 and v.kind in (sv.HOLDS, sv.FAILS):
         # Without the shift part the rule cannot tell 'fails' or 'holds' from 'depends on the shift'.
         v = sv.Verdict(sv.INCONCLUSIVE, f"{v.reason}; the shift part needs two "
                        f"training padding ranges and one was run", test=v.test, effect=v.effect,
                        margin=v.margin, checks=v.checks)
+    elif v.kind == sv.FAILS and undecided:
+        # One part fails and the other is undecided: were the undecided part to hold, the rule would
+        # say 'depends on the shift', so 'fails' is not shown; the undecided part's kind is the verdict.
+        v = sv.Verdict(undecided.pop() if len(undecided) == 1 else sv.INCONCLUSIVE,
+                       f"{v.reason}; one part fails and the other is undecided, so the rule cannot tell "
+                       f"'fails' from 'depends on the shift'", test=v.test, effect=v.effect, margin=v.margin,
+                       checks=v.checks)
     return v.row(claim, measured + seed_note, anchor, rule)
 
 

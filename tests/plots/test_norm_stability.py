@@ -114,6 +114,26 @@ def main():
         rewrite_csv(os.path.join(res7, "norm_stability_eval.csv"), flat)
         got = row_of(res7, "different statistics")
         check(got["verdict"] in ("fails", "inconclusive: not converged"), f"no harm in both parts -> fails ({got['verdict']}: {got['reason']})")
+        # No harm in distribution (fails) but a shift part whose interval straddles the margin: the
+        # shift part holding would give 'depends on the shift', so the rule must not say 'fails'.
+        res9 = fresh(FIXTURE, tmp, "mismatch_undecided")
+        lo9 = min(float(r) for r in _column(os.path.join(res9, "norm_stability.csv"), "train_pad_max", study="padding"))
+        q9 = max(float(r) for r in _column(os.path.join(res9, "norm_stability_eval.csv"), "test_pad", study="padding"))
+        noise = {0: 0.2, 1: -0.15, 2: 0.05}  # BN's shift cost − LN's: mean +0.033, interval about ±0.44
+
+        def noisy_shift(header, body):
+            i = {k: header.index(k) for k in ("study", "norm", "loss", "seed", "train_pad_max", "test_pad")}
+            for b in body:
+                if b[i["study"]] == "padding":
+                    v = 2.0 + 0.001 * int(b[i["seed"]])
+                    if b[i["norm"]] == "batch_norm" and float(b[i["train_pad_max"]]) == lo9 and float(b[i["test_pad"]]) == q9:
+                        v += noise[int(b[i["seed"]])]
+                    b[i["loss"]] = str(v)
+            return header, body
+        rewrite_csv(os.path.join(res9, "norm_stability_eval.csv"), noisy_shift)
+        got = row_of(res9, "different statistics")
+        check(got["verdict"].startswith("inconclusive") and "cannot tell" in got["reason"],
+              f"in-distribution fails, shift undecided -> inconclusive ({got['verdict']}: {got['reason']})")
         lo = min(float(r) for r in _column(os.path.join(res7, "norm_stability.csv"), "train_pad_max", study="padding"))
 
         def one_range(header, body):
