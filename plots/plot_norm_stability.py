@@ -815,8 +815,8 @@ def verdict_warmup(d):
                    f"Post {thr[(L, 'post')]:.3f})")
     old = {c: _stable_lr_verdict(crit[c], depths, warms, lrs) for c in ("threshold", "half-gap")}
     measured = ("; ".join(txt) + f"; grid {', '.join(f'{x:g}' for x in lrs)}; {n} seeds; the largest-stable-lr "
-                f"rule (not the verdict) gives: threshold criterion (baseline − stall_margin) {old['threshold'].text}, "
-                f"half-gap criterion {old['half-gap'].text}")
+                f"rule (not the verdict) gives: threshold criterion (baseline − stall_margin) "
+                f"{old['threshold'].text}, half-gap criterion {old['half-gap'].text}")
     return sv.combine(parts, condition="the depth").row(claim, measured + seed_note, anchor, rule)
 
 

@@ -126,7 +126,8 @@ def main():
             for b in body:
                 if b[i["study"]] == "padding":
                     v = 2.0 + 0.001 * int(b[i["seed"]])
-                    if b[i["norm"]] == "batch_norm" and float(b[i["train_pad_max"]]) == lo9 and float(b[i["test_pad"]]) == q9:
+                    if (b[i["norm"]] == "batch_norm" and float(b[i["train_pad_max"]]) == lo9
+                            and float(b[i["test_pad"]]) == q9):
                         v += noise[int(b[i["seed"]])]
                     b[i["loss"]] = str(v)
             return header, body
