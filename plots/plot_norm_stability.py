@@ -668,7 +668,9 @@ def stall_thresholds(sweeps, baseline):
             med[(L, pl)][(w, lr)].append(v)
     out = {}
     for k, cells in med.items():
-        best = min(sorted(v)[len(v) // 2] for v in cells.values() if all(not math.isnan(x) for x in v))
+        # nan when every cell has a diverged run: no run then counts as stable.
+        best = min((sorted(v)[len(v) // 2] for v in cells.values() if all(not math.isnan(x) for x in v)),
+                   default=float("nan"))
         out[k] = baseline - STALL_RECOVERY * (baseline - best)
     return out
 
@@ -716,6 +718,8 @@ def _stable_lr_verdict(ls, depths, warms, lrs):
     parts = []
     for L in depths:
         for label, a, b in _warmup_arms(warms):
+            if a == b:
+                continue
             seeds = sorted({k[3] for k in ls if k[:3] == (L,) + a} & {k[3] for k in ls if k[:3] == (L,) + b})
             va = {s: ls[(L,) + a + (s,)] for s in seeds}
             vb = {s: ls[(L,) + b + (s,)] for s in seeds}
