@@ -7,8 +7,9 @@ usage: plot_norm_stability.py [RESULTS_DIR]   (default: results/norm_stability)
 Reads norm_stability.csv, norm_stability_steps.csv, norm_stability_eval.csv,
 norm_stability_pilot.csv, norm_stability_init_grads.csv and norm_stability.meta.json from
 RESULTS_DIR; writes into RESULTS_DIR/figures (PNG and PDF each):
-  norm_stability_lr_stability  warm-up study: final validation loss vs peak learning rate, Pre vs
-                               Post, per depth and warm-up (Xiong et al. 2020 Fig. 2's question)
+  norm_stability_lr_stability  warm-up study: final validation loss vs peak learning rate per depth
+                               and placement, one line per seed and warm-up, median bold, with each
+                               arm's learning-rate sensitivity (Xiong et al. 2020 Fig. 2's question)
   norm_stability_init_grads    gradient norm of each layer's W^2 at initialisation (Xiong et al.
                                Fig. 3)
   norm_stability_padding       padding study: test loss vs the test set's padding share per norm,
@@ -17,11 +18,14 @@ RESULTS_DIR; writes into RESULTS_DIR/figures (PNG and PDF each):
   norm_stability_batch         batch study: test loss vs batch size per norm (eval and train mode)
   norm_stability_fluctuation   BatchNorm's batch statistics against its running ones over training
                                (Shen et al. 2020 Fig. 2's measure)
+and the table norm_stability_lr_sensitivity.csv (warm-up study, per depth, placement, warm-up and
+seed: the learning-rate sensitivity and the largest stable learning rate under both stall criteria).
 A figure whose study is absent from the CSVs is skipped with a note. Exits 2 naming a missing or
 malformed file or column.
 
 verdicts(results_dir) returns one row per sub-claim (the report contract of plots/make_report.py).
 """
+import csv
 import math
 import os
 import sys
@@ -51,7 +55,9 @@ NUM_IDS = ["num_layers", "batch", "train_pad_max", "warmup_steps", "lr", "seed"]
 LOSS_EFFECT = 0.02     # nats per scored symbol: a loss difference that counts
 BATCH_SLOPE = 0.01     # nats per doubling of the batch: change of BatchNorm's deficit to LayerNorm
 NOISE_RATIO = 1.5      # batch-statistics deviation at the smallest batch / at the largest
-LR_STEP_MARGIN = 0.5   # grid steps of the largest stable learning rate
+LR_STEP_MARGIN = 0.5   # grid steps of the largest stable learning rate (shown beside the verdict)
+LRS_MARGIN = 0.05      # nats: learning-rate sensitivity (Wortsman et al. 2023), paired difference
+STALL_RECOVERY = 0.5   # tightened stall criterion: share of the unigram-to-best gap a run must recover
 GRAD_SLOPE = 0.05      # ln(gradient norm) per layer, Post − Pre
 
 
@@ -179,50 +185,55 @@ def compare_loss(d, rows_a, rows_b, claim, what, test_pad=None, mode="eval", mar
 # Figures
 
 def fig_lr_stability(d, out_dir, note):
+    """Final validation loss against the peak learning rate, what the warm-up verdict uses: one panel
+    per depth (rows) and placement (columns), one colour per warm-up, each seed a thin line, the
+    median over seeds bold, the legend giving each arm's learning-rate sensitivity."""
     rows = d.study("warmup")
     if not rows:
         return []
+    sweeps = warmup_sweeps(d)
     depths = sorted({int(r["num_layers"]) for r in rows})
     warms = sorted({int(r["warmup_steps"]) for r in rows})
     lrs = sorted({r["lr"] for r in rows})
-    fig, axes = st.plt.subplots(len(depths), len(warms), figsize=(4.2 * len(warms), 3.4 * len(depths)),
-                                squeeze=False, sharex=True, sharey=True)
     base = rows[0]["baseline_loss"]
+    stall = d.meta.get("config", {}).get("stall_margin") if isinstance(d.meta, dict) else None
+    stall = float(stall) if stall is not None else None
+    fig, axes = st.plt.subplots(len(depths), 2, figsize=(10, 1 + 3.6 * len(depths)), squeeze=False, sharex=True,
+                                sharey=True)
     for i, L in enumerate(depths):
-        for j, w in enumerate(warms):
+        for j, pl in enumerate(("pre", "post")):
             ax = axes[i][j]
-            for k, pl in enumerate(("pre", "post")):
-                xs, m, e, fx = [], [], [], []
-                for lr in lrs:
-                    s = sel(rows, num_layers=float(L), warmup_steps=float(w), lr=lr, norm_placement=pl)
-                    if not s:
-                        continue
-                    vals = [r["valid_loss"] if not r["diverged"] else base for r in s]
-                    mu, ci = st.mean_ci95([v if not math.isnan(v) else base for v in vals])
-                    xs.append(lr)
-                    m.append(mu)
-                    e.append(ci)
-                    nf = sum(int(r["failed"]) for r in s)
-                    if nf:
-                        fx.append((lr, nf, len(s)))
-                ax.errorbar(xs, m, yerr=e, marker="o" if pl == "pre" else "s", capsize=3,
-                            color=st.PALETTE[k], label=f"{pl.capitalize()}-LN")
-                for lr, nf, n in fx:
-                    ax.annotate(f"{nf}/{n}", (lr, base), textcoords="offset points",
-                                xytext=(0, 6 + 9 * k), ha="center", fontsize=7, color=st.PALETTE[k])
-            ax.axhline(base, color="grey", linestyle=":", label=f"unigram baseline ({base:.2f})")
+            for k, w in enumerate(warms):
+                arm = {key[3]: sw for key, sw in sweeps.items() if key[:3] == (L, pl, w)}
+                if not arm:
+                    continue
+                color = st.PALETTE[k % len(st.PALETTE)]
+                capped = {s: [sw["initial_loss"] if math.isnan(sw["losses"].get(lr, float("nan")))
+                              else min(sw["losses"][lr], sw["initial_loss"]) for lr in lrs] for s, sw in arm.items()}
+                for ys in capped.values():
+                    ax.plot(lrs, ys, color=color, linewidth=0.6, alpha=0.45)
+                med = [sorted(c[m] for c in capped.values())[len(capped) // 2] for m in range(len(lrs))]
+                lrs_vals = sorted(sw["lrs"] for sw in arm.values())
+                ax.plot(lrs, med, color=color, linewidth=2.2, marker="o", markersize=3.5,
+                        label=f"warm-up {w}: LRS {lrs_vals[len(lrs_vals) // 2]:.2f}")
+            ax.axhline(base, color="grey", linestyle=":", linewidth=1.2, label=f"unigram baseline {base:.2f}")
+            if stall is not None:
+                ax.axhline(base - stall, color="grey", linestyle="--", linewidth=0.6,
+                           label=f"baseline − stall_margin {base - stall:.2f}")
             ax.set_xscale("log")
-            if i == 0:
-                ax.set_title(f"warm-up {w} updates", fontsize=9)
+            ax.set_title(f"{L} layers, {pl.capitalize()}-LN", fontsize=9)
             if j == 0:
-                ax.set_ylabel(f"{L} layers\nvalidation loss (nats/char)")
+                ax.set_ylabel("final validation loss (nats/char)")
             if i == len(depths) - 1:
                 ax.set_xlabel("peak learning rate")
-    axes[0][-1].legend(fontsize=7)
+            ax.legend(fontsize=7, loc="center left" if pl == "pre" else "lower right")
     r0 = rows[0]
-    fig.suptitle("Warm-up study: causal character LM, final validation loss vs peak learning rate "
-                 f"(mean ± 95% CI; a diverged run counts at the baseline; text: failed/runs); "
-                 f"{int(r0['steps'])} updates, batch {int(r0['batch'])} ({note})", fontsize=9)
+    fig.suptitle("Warm-up study, causal character LM: final validation loss vs peak learning rate\n(thin: one "
+                 "seed; bold: median; a diverged run counts as its initial loss ℓ0 ≈ ln 76). LRS = learning-rate "
+                 "sensitivity\n(Wortsman et al. 2023): mean over the grid of min(loss, ℓ0) − the best, median over "
+                 f"seeds; {int(r0['steps'])} updates,\nbatch {int(r0['batch'])}, constant after the ramp "
+                 f"({note.split(', mean')[0]})", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
     return st.save(fig, out_dir, NAME + "_lr_stability")
 
 
@@ -514,9 +525,11 @@ def verdict_mismatch(d):
             f"statistics) − precise BN (population statistics of the training distribution), holds if beyond "
             f"+{LOSS_EFFECT:g}. Under a shift (trained on shares 0 to the smallest max, tested at the largest "
             f"test share vs share 0, eval mode): the difference in differences [BN(shift) − BN(0)] − "
-            f"[LN(shift) − LN(0)], holds if beyond +{LOSS_EFFECT:g}; fails if within or below; combined: "
-            f"'depends on the shift' when one part holds and the other fails; inconclusive when the shift part "
-            f"was not run (one training padding range)")
+            f"[LN(shift) − LN(0)], holds if beyond +{LOSS_EFFECT:g}; fails if within or below; combined: holds "
+            f"if both hold, fails if both fail, 'depends on the shift' when one part holds and the other fails; "
+            f"when one part fails and the other is undecided (or the shift part was not run: one training "
+            f"padding range), the undecided kind, since the other part holding would make it 'depends on the "
+            f"shift'")
     rows = d.study("padding")
     n, seed_note = _seed_note(d)
     conds = sorted({r["train_pad_max"] for r in rows})
@@ -560,11 +573,19 @@ def verdict_mismatch(d):
                            f"{ss.paired_difference(ev, rc).value:+.3f}")
     measured = "; ".join(txt) + f"; {n} seeds"
     v = sv.combine(parts, condition="the shift")
+    undecided = {p.kind for _, p in parts if p.kind not in (sv.HOLDS, sv.FAILS)}
     if len(parts) == 1 and v.kind in (sv.HOLDS, sv.FAILS):
         # Without the shift part the rule cannot tell 'fails' or 'holds' from 'depends on the shift'.
         v = sv.Verdict(sv.INCONCLUSIVE, f"{v.reason}; the shift part needs two "
                        f"training padding ranges and one was run", test=v.test, effect=v.effect,
                        margin=v.margin, checks=v.checks)
+    elif v.kind == sv.FAILS and undecided:
+        # One part fails and the other is undecided: were the undecided part to hold, the rule would
+        # say 'depends on the shift', so 'fails' is not shown; the undecided part's kind is the verdict.
+        v = sv.Verdict(undecided.pop() if len(undecided) == 1 else sv.INCONCLUSIVE,
+                       f"{v.reason}; one part fails and the other is undecided, so the rule cannot tell "
+                       f"'fails' from 'depends on the shift'", test=v.test, effect=v.effect, margin=v.margin,
+                       checks=v.checks)
     return v.row(claim, measured + seed_note, anchor, rule)
 
 
@@ -597,91 +618,245 @@ def verdict_power_norm(d):
     return sv.combine(parts).row(claim, measured + seed_note, anchor, rule)
 
 
-def largest_stable(d, rows, lrs):
-    """{seed: (index of the largest learning rate of the grid below which every rate was stable,
-    censored)}: stable = not failed; -1 if the smallest fails; censored when the largest is stable."""
+def lr_sensitivity(losses, initial_loss):
+    """Learning-rate sensitivity of one learning-rate sweep (Wortsman et al. 2023, "Small-scale
+    proxies for large-scale Transformer training instabilities", arXiv 2309.14322, §2.2):
+
+        LRS = E_{η ∈ grid}[ min(ℓ(A(η)), ℓ0) ] − min_{η ∈ grid} ℓ(A(η)),
+
+    the expected deviation of the final loss from the best over the grid, each run's loss capped at
+    the loss at initialisation ℓ0 (a run that diverged, or ended above ℓ0, counts as ℓ0); the
+    expectation is the plain mean over the grid's values (log-spaced here, as theirs).
+
+    losses: {lr: final validation loss in nats, nan for a diverged run}; initial_loss: ℓ0 (nats).
+    Returns (lrs, best, mean): the sensitivity, the best (capped) loss and the mean capped loss,
+    all in nats. ValueError on an empty sweep or a non-finite ℓ0. The best is taken over the capped
+    losses, so a sweep that never beats ℓ0 has LRS 0 (no run learned: the floor, not stability)."""
+    if not losses or not math.isfinite(initial_loss):
+        raise ValueError(f"lr_sensitivity: need at least one loss and a finite initial loss, got "
+                         f"{len(losses)} losses and {initial_loss}")
+    capped = [initial_loss if math.isnan(v) else min(v, initial_loss) for v in losses.values()]
+    mean = sum(capped) / len(capped)
+    best = min(capped)
+    return mean - best, best, mean
+
+
+def warmup_sweeps(d):
+    """The warm-up study per sweep: {(num_layers, placement, warmup_steps, seed): dict(losses={lr:
+    valid_loss or nan if diverged}, rows={lr: row}, initial_loss, lrs, best, mean)} (lr_sensitivity's
+    values). Runs of one (depth, placement, seed) share their initial weights, so ℓ0 is one value."""
+    by = defaultdict(dict)
+    for r in d.study("warmup"):
+        by[(int(r["num_layers"]), r["norm_placement"], int(r["warmup_steps"]), int(r["seed"]))][r["lr"]] = r
     out = {}
-    for s in sorted({int(r["seed"]) for r in rows}):
-        ok = {r["lr"]: not int(r["failed"]) for r in rows if int(r["seed"]) == s}
-        k = -1
-        for i, lr in enumerate(lrs):
-            if ok.get(lr):
-                k = i
-            else:
-                break
-        out[s] = (k, k == len(lrs) - 1)
+    for k, rr in by.items():
+        losses = {lr: (float("nan") if r["diverged"] else r["valid_loss"]) for lr, r in sorted(rr.items())}
+        l0 = max(r["initial_loss"] for r in rr.values())
+        lrs, best, mean = lr_sensitivity(losses, l0)
+        out[k] = dict(losses=losses, rows=dict(sorted(rr.items())), initial_loss=l0, lrs=lrs, best=best, mean=mean)
     return out
+
+
+def stall_thresholds(sweeps, baseline):
+    """The tightened stall criterion's threshold per (depth, placement): baseline − STALL_RECOVERY ×
+    (baseline − best), best = the lowest median-over-seeds final validation loss of that depth and
+    placement over every warm-up and learning rate. A run below it recovered at least that share of
+    the gap between the unigram baseline and what its depth and placement can reach."""
+    med = defaultdict(lambda: defaultdict(list))
+    for (L, pl, w, _), sw in sweeps.items():
+        for lr, v in sw["losses"].items():
+            med[(L, pl)][(w, lr)].append(v)
+    out = {}
+    for k, cells in med.items():
+        # nan when every cell has a diverged run: no run then counts as stable.
+        best = min((sorted(v)[len(v) // 2] for v in cells.values() if all(not math.isnan(x) for x in v)),
+                   default=float("nan"))
+        out[k] = baseline - STALL_RECOVERY * (baseline - best)
+    return out
+
+
+def largest_stable(ok_by_lr, lrs):
+    """(index into lrs of the largest learning rate up to which every rate of the grid was stable,
+    censored): ok_by_lr = {lr: stable}; -1 if the smallest fails; censored when the largest is
+    stable (the true limit lies above the grid)."""
+    k = -1
+    for i, lr in enumerate(lrs):
+        if ok_by_lr.get(lr):
+            k = i
+        else:
+            break
+    return k, k == len(lrs) - 1
+
+
+def stable_lr_criteria(sweeps, baseline):
+    """{criterion: {sweep key: (index, censored)}} for the two stall criteria of the largest stable
+    learning rate: 'threshold' (the run's `failed` column: diverged, or final validation loss not
+    below baseline − stall_margin) and 'half-gap' (diverged, or not below stall_thresholds())."""
+    thr = stall_thresholds(sweeps, baseline)
+    lrs = sorted({lr for sw in sweeps.values() for lr in sw["losses"]})
+    out = {"threshold": {}, "half-gap": {}}
+    for k, sw in sweeps.items():
+        out["threshold"][k] = largest_stable({lr: not int(r["failed"]) for lr, r in sw["rows"].items()}, lrs)
+        out["half-gap"][k] = largest_stable({lr: (not math.isnan(v) and v < thr[k[:2]])
+                                             for lr, v in sw["losses"].items()}, lrs)
+    return out
+
+
+WARMUP_COMPARISONS = ("Pre − Post without warm-up", "Post with − without warm-up")
+
+
+def _warmup_arms(warms):
+    """(label, arm a, arm b) of the two comparisons of the warm-up sub-claim; arm = (placement, warm-up)."""
+    return ((WARMUP_COMPARISONS[0], ("pre", warms[0]), ("post", warms[0])),
+            (WARMUP_COMPARISONS[1], ("post", warms[-1]), ("post", warms[0])))
+
+
+def _stable_lr_verdict(ls, depths, warms, lrs):
+    """The largest-stable-learning-rate rule on one stall criterion (ls = stable_lr_criteria()[c]):
+    per depth and comparison, the paired difference in grid steps against ±LR_STEP_MARGIN; shown
+    beside the verdict (the rule the learning-rate sensitivity replaced), never the verdict."""
+    parts = []
+    for L in depths:
+        for label, a, b in _warmup_arms(warms):
+            if a == b:
+                continue
+            seeds = sorted({k[3] for k in ls if k[:3] == (L,) + a} & {k[3] for k in ls if k[:3] == (L,) + b})
+            va = {s: ls[(L,) + a + (s,)] for s in seeds}
+            vb = {s: ls[(L,) + b + (s,)] for s in seeds}
+            eff = ss.paired_difference({s: v[0] for s, v in va.items()}, {s: v[0] for s, v in vb.items()},
+                                       what=f"{L} layers, {label}, grid steps of the largest stable lr")
+            cens_a = sum(v[1] for v in va.values())
+            ceiling = bool(va) and cens_a == len(va) and all(v[1] for v in vb.values())
+            floor = bool(va) and all(v[0] < 0 for v in va.values()) and all(v[0] < 0 for v in vb.values())
+            v = sv.decide(eff, LR_STEP_MARGIN, sv.GREATER, unit="grid steps", ceiling=ceiling, floor=floor,
+                          controls=True)
+            # A censored first arm makes the difference a lower bound: it cannot fail the claim while
+            # the bound lies inside the margin; a largest stable rate is resolved to one grid step, so
+            # an interval within ±0.5 steps is not equivalence either. Only 'below −margin' fails.
+            if v.kind == sv.FAILS and cens_a and eff.value <= LR_STEP_MARGIN:
+                v = sv.Verdict(sv.INCONCLUSIVE, f"the first arm is censored at the largest rate in {cens_a} "
+                               f"seed(s): the difference is a lower bound ({v.reason})", test=v.test,
+                               effect=v.effect, margin=v.margin, checks=v.checks)
+            elif v.kind == sv.FAILS and sv.region(eff.lo, eff.hi, LR_STEP_MARGIN) == sv.WITHIN:
+                v = sv.Verdict(sv.INCONCLUSIVE, f"{v.reason}, but a largest stable rate is resolved to one grid "
+                               f"step (x{lrs[1] / lrs[0]:.3g}): a true difference of up to one step is not "
+                               f"excluded", test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
+            parts.append((f"{L} layers, {label}", v))
+    return sv.combine(parts, condition="the depth")
+
+
+def _median_stable(ls, key3, lrs):
+    vals = sorted(v[0] for k, v in ls.items() if k[:3] == key3)
+    if not vals:
+        return "n/a"
+    med = vals[len(vals) // 2]
+    return "none" if med < 0 else f"{lrs[med]:g}" + ("+" if med == len(lrs) - 1 else "")
 
 
 def verdict_warmup(d):
     claim = "Pre-LN trains stably without learning-rate warm-up where Post-LN needs it (LayerNorm)"
     anchor = ("Xiong et al. 2020 (§3.1 Fig. 2, IWSLT14 De-En, Adam): Post-LN without warm-up ends far worse "
               "(BLEU far below 30 at lr_max 5e-4 and 1e-3) than with a 4000-update warm-up; Pre-LN without "
-              "warm-up trains at lr_max 1e-3 and reaches Post-LN-with-warm-up quality faster (§4)")
-    rule = (f"warm-up study, per depth, the largest stable peak learning rate of each seed (the largest grid "
-            f"value up to which every value trains: not diverged and final validation loss below the unigram "
-            f"baseline − stall_margin), in grid steps, paired per seed, against ±{LR_STEP_MARGIN:g} steps: "
-            f"Pre-LN − Post-LN without warm-up, and Post-LN with the longest warm-up − without; each holds if "
-            f"beyond +{LR_STEP_MARGIN:g}, fails if below −{LR_STEP_MARGIN:g} (within: inconclusive, a largest "
-            f"stable rate being resolved to one grid step only); a seed stable at the largest rate is "
-            f"censored there (a lower bound); ceiling when both arms are stable at every rate, floor when both "
-            f"fail at the smallest; 'depends on the depth' when one depth holds and another fails")
+              "warm-up trains at lr_max 1e-3 and reaches Post-LN-with-warm-up quality faster (§4). Wortsman et "
+              "al. 2023 (§3.2.1): a longer warm-up lowers the learning-rate sensitivity of small Transformers")
+    rule = (f"warm-up study, per depth and seed, the learning-rate sensitivity of the sweep over the grid "
+            f"(Wortsman et al. 2023 §2.2: LRS = mean over the grid of min(final validation loss, ℓ0) − the best "
+            f"of them, ℓ0 the loss at initialisation, a diverged run counting as ℓ0), paired per seed, against "
+            f"±{LRS_MARGIN:g} nats: Pre-LN − Post-LN without warm-up, and Post-LN with the longest warm-up − "
+            f"without; each holds if below −{LRS_MARGIN:g} (the first arm less sensitive), fails if within or "
+            f"above; ceiling when both arms' mean LRS is within the margin (the grid never reaches their limit), "
+            f"floor when both arms' best loss is within the margin of the unigram baseline; 'depends on the "
+            f"depth' when one depth holds and another fails. Beside it (not the verdict): the largest stable "
+            f"learning rate under two stall criteria, in grid steps against ±{LR_STEP_MARGIN:g}")
     rows = d.study("warmup")
     n, seed_note = _seed_note(d)
     if not rows or {r["norm_placement"] for r in rows} != {"pre", "post"}:
         return sv.Verdict(sv.INCONCLUSIVE, "no warm-up study runs of both placements").row(
             claim, "no warm-up study runs of both placements", anchor, rule)
+    sweeps = warmup_sweeps(d)
+    base = rows[0]["baseline_loss"]
     lrs = sorted({r["lr"] for r in rows})
     warms = sorted({int(r["warmup_steps"]) for r in rows})
+    depths = sorted({int(r["num_layers"]) for r in rows})
+    crit = stable_lr_criteria(sweeps, base)
+    thr = stall_thresholds(sweeps, base)
     parts, txt = [], []
-    for L in sorted({int(r["num_layers"]) for r in rows}):
-        ls = {}
+    for L in depths:
+        arm = lambda a: {k[3]: sw for k, sw in sweeps.items() if k[:3] == (L,) + a}  # noqa: E731
+        lvl = []
         for pl in ("pre", "post"):
             for w in warms:
-                ls[(pl, w)] = largest_stable(d, sel(rows, num_layers=float(L), norm_placement=pl,
-                                                    warmup_steps=float(w)), lrs)
-        for label, a, b in ((f"{L} layers, Pre − Post without warm-up", ("pre", warms[0]), ("post", warms[0])),
-                            (f"{L} layers, Post with − without warm-up", ("post", warms[-1]), ("post", warms[0]))):
+                sw = arm((pl, w))
+                if sw:
+                    lvl.append(f"{pl}/w{w} {st.mean_ci95([s['lrs'] for s in sw.values()])[0]:.3f} "
+                               f"(best {st.mean_ci95([s['best'] for s in sw.values()])[0]:.3f})")
+        checks = []
+        for label, a, b in _warmup_arms(warms):
             if a == b:
                 continue
-            va, vb = ls[a], ls[b]
-            eff = ss.paired_difference({s: v[0] for s, v in va.items()}, {s: v[0] for s, v in vb.items()},
-                                       what=f"{label}, grid steps of the largest stable lr")
-            cens_a = sum(v[1] for v in va.values())
-            cens_b = sum(v[1] for v in vb.values())
-            if cens_a:
-                eff.notes.append(f"{cens_a} seed(s) of the first arm stable at the largest rate (lower bound)")
-            ceiling = bool(va) and cens_a == len(va) and cens_b == len(vb)
-            floor = bool(va) and all(v[0] < 0 for v in va.values()) and all(v[0] < 0 for v in vb.values())
-            v = sv.decide(eff, LR_STEP_MARGIN, sv.GREATER, unit="grid steps", ceiling=ceiling, floor=floor,
-                          controls=True, levels=f"grid {lrs[0]:g}-{lrs[-1]:g}")
-            # A lower bound cannot fail a claim of "greater" once it is positive, but it can when the
-            # censored arm is the one claimed to be larger and the bound lies inside the margin.
-            if v.kind == sv.FAILS and cens_a and eff.value <= LR_STEP_MARGIN:
-                v = sv.Verdict(sv.INCONCLUSIVE, f"the first arm is censored at the largest rate in {cens_a} seed(s): "
-                               f"the difference is a lower bound ({v.reason})", test=v.test, effect=v.effect,
-                               margin=v.margin, checks=v.checks)
-            # A seed's largest stable rate is the grid value below its true limit, so equal grid steps
-            # leave a true difference of up to one step: equivalence within half a step is not
-            # shown. Only the opposite direction (the interval below −margin) fails the claim.
-            elif v.kind == sv.FAILS and sv.region(eff.lo, eff.hi, LR_STEP_MARGIN) == sv.WITHIN:
-                v = sv.Verdict(sv.INCONCLUSIVE, f"{v.reason}, but a largest stable rate is resolved to one grid "
-                               f"step (x{lrs[1] / lrs[0]:.3g}): a true difference of up to one step is not "
-                               f"excluded", test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
-            parts.append((label, v))
-        cells = []
-        for pl in ("pre", "post"):
-            for w in warms:
-                vals = ls[(pl, w)]
-                med = sorted(x[0] for x in vals.values())[len(vals) // 2]
-                lab = "none" if med < 0 else f"{lrs[med]:g}" + ("+" if med == len(lrs) - 1 else "")
-                best = min((st.mean_ci95([r["valid_loss"] for r in sel(rows, num_layers=float(L), norm_placement=pl,
-                                                                        warmup_steps=float(w), lr=lr)
-                                          if not math.isnan(r["valid_loss"])])[0] for lr in lrs), default=float("nan"))
-                cells.append(f"{pl}/w{w} {lab} (best loss {best:.3f})")
-        txt.append(f"{L} layers, median largest stable lr: " + ", ".join(cells))
-    measured = "; ".join(txt) + f"; grid {', '.join(f'{x:g}' for x in lrs)}; {n} seeds"
+            sa, sb = arm(a), arm(b)
+            eff = ss.paired_difference({s: v["lrs"] for s, v in sa.items()}, {s: v["lrs"] for s, v in sb.items()},
+                                       what=f"{L} layers, {label}, learning-rate sensitivity")
+            ma = st.mean_ci95([v["lrs"] for v in sa.values()])[0]
+            mb = st.mean_ci95([v["lrs"] for v in sb.values()])[0]
+            ba = st.mean_ci95([v["best"] for v in sa.values()])[0]
+            bb = st.mean_ci95([v["best"] for v in sb.values()])[0]
+            v = sv.decide(eff, LRS_MARGIN, sv.LESS, unit="nats", ceiling=bool(sa) and max(ma, mb) <= LRS_MARGIN,
+                          floor=sv.at_floor([ba, bb], base, LRS_MARGIN, higher_is_better=False), controls=True,
+                          levels=f"LRS {ma:.3f}, {mb:.3f}; best loss {ba:.3f}, {bb:.3f}; unigram baseline {base:.3f}")
+            parts.append((f"{L} layers, {label}", v))
+            # The same comparison on the mean capped loss over the grid (the LRS plus the best loss):
+            # a longer warm-up that only made the best run worse would lower the LRS, not this.
+            dm = ss.paired_difference({s: x["mean"] for s, x in sa.items()}, {s: x["mean"] for s, x in sb.items()})
+            db = ss.paired_difference({s: x["best"] for s, x in sa.items()}, {s: x["best"] for s, x in sb.items()})
+            checks.append(f"{label}: ΔLRS {eff.fmt(3)}, Δ mean capped loss {dm.fmt(3)}, Δ best {db.fmt(3)}")
+        stable = "; ".join(
+            f"{c} criterion: " + ", ".join(f"{pl}/w{w} {_median_stable(crit[c], (L, pl, w), lrs)}"
+                                           for pl in ("pre", "post") for w in warms)
+            for c in ("threshold", "half-gap"))
+        txt.append(f"{L} layers: LRS (nats, mean over seeds) " + ", ".join(lvl) + "; " + "; ".join(checks) +
+                   f"; median largest stable lr, {stable} (half-gap thresholds Pre {thr[(L, 'pre')]:.3f}, "
+                   f"Post {thr[(L, 'post')]:.3f})")
+    old = {c: _stable_lr_verdict(crit[c], depths, warms, lrs) for c in ("threshold", "half-gap")}
+    measured = ("; ".join(txt) + f"; grid {', '.join(f'{x:g}' for x in lrs)}; {n} seeds; the largest-stable-lr "
+                f"rule (not the verdict) gives: threshold criterion (baseline − stall_margin) "
+                f"{old['threshold'].text}, half-gap criterion {old['half-gap'].text}")
     return sv.combine(parts, condition="the depth").row(claim, measured + seed_note, anchor, rule)
+
+
+def write_lr_sensitivity_table(d, out_dir):
+    """figures/norm_stability_lr_sensitivity.csv, one row per (depth, placement, warm-up, seed) of the
+    warm-up study: ℓ0, the best learning rate and loss, the mean capped loss and the learning-rate
+    sensitivity (nats), and the largest stable learning rate under both stall criteria (censored = 1
+    when stable at the top of the grid, 0 with lr empty when the smallest rate fails). Returns the
+    path, or None without a warm-up study."""
+    rows = d.study("warmup")
+    if not rows:
+        return None
+    sweeps = warmup_sweeps(d)
+    crit = stable_lr_criteria(sweeps, rows[0]["baseline_loss"])
+    lrs = sorted({r["lr"] for r in rows})
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, NAME + "_lr_sensitivity.csv")
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["num_layers", "norm_placement", "warmup_steps", "seed", "n_lrs", "initial_loss", "best_lr",
+                    "best_loss", "mean_capped_loss", "lr_sensitivity", "largest_stable_lr_threshold",
+                    "censored_threshold", "largest_stable_lr_half_gap", "censored_half_gap"])
+        for k in sorted(sweeps):
+            sw = sweeps[k]
+            capped = {lr: (sw["initial_loss"] if math.isnan(v) else min(v, sw["initial_loss"]))
+                      for lr, v in sw["losses"].items()}
+            best_lr = min(capped, key=capped.get)
+            out = list(k) + [len(capped), f"{sw['initial_loss']:.6g}", f"{best_lr:g}", f"{sw['best']:.6g}",
+                             f"{sw['mean']:.6g}", f"{sw['lrs']:.6g}"]
+            for c in ("threshold", "half-gap"):
+                i, cens = crit[c][k]
+                out += ["" if i < 0 else f"{lrs[i]:g}", int(cens)]
+            w.writerow(out)
+    os.replace(tmp, path)
+    return path
 
 
 def verdict_init_grads(d):
@@ -757,6 +932,9 @@ def main(argv):
             if not p:
                 print(f"note: {f.__name__[4:]} figure skipped (its study has no runs)")
             paths += p
+        table = write_lr_sensitivity_table(d, out_dir)
+        if table:
+            paths.append(table)
         rows = verdicts(res)
     except st.DataError as e:
         st.fail(str(e))

@@ -3,7 +3,10 @@
 the CSVs and meta.json of a real tiny run of the norm_stability binary, command line in the
 meta.json: configs/tiny.ini with 3 seeds, two padding conditions and PowerNorm in the batch study).
 
-Checks: the script exits 0 and writes every figure as PNG and PDF; verdicts() returns one
+Checks: the script exits 0 and writes every figure as PNG and PDF and the learning-rate
+sensitivity table; lr_sensitivity() and the warm-up verdict against values computed by hand on
+synthetic sweeps (Post-LN stalling while Pre-LN degrades: holds; equal placements: never holds;
+reversed: fails); verdicts() returns one
 well-formed row per sub-claim, computed from the CSVs (a changed CSV changes a verdict), writes
 nothing; a CSV without a column makes the script exit 2 naming the column (and verdicts() raise
 DataError); a missing CSV likewise names the file.
@@ -39,6 +42,12 @@ def main():
         r = run_script(SCRIPT, res)
         check(r.returncode == 0, f"plot script exits 0 (stderr: {r.stderr[-800:]})")
         check_figures(res, FIGURES)
+        table = os.path.join(res, "figures", "norm_stability_lr_sensitivity.csv")
+        check(os.path.isfile(table), "the learning-rate sensitivity table is written")
+        if os.path.isfile(table):
+            lrs_vals = _column(table, "lr_sensitivity")
+            check(len(lrs_vals) == 24 and all(float(x) >= 0 for x in lrs_vals),
+                  f"one row per depth, placement, warm-up and seed, LRS >= 0 ({len(lrs_vals)} rows)")
 
         # 2. Verdicts: one row per sub-claim, well formed, and nothing written.
         res2 = fresh(FIXTURE, tmp, "verdicts")
@@ -105,6 +114,27 @@ def main():
         rewrite_csv(os.path.join(res7, "norm_stability_eval.csv"), flat)
         got = row_of(res7, "different statistics")
         check(got["verdict"] in ("fails", "inconclusive: not converged"), f"no harm in both parts -> fails ({got['verdict']}: {got['reason']})")
+        # No harm in distribution (fails) but a shift part whose interval straddles the margin: the
+        # shift part holding would give 'depends on the shift', so the rule must not say 'fails'.
+        res9 = fresh(FIXTURE, tmp, "mismatch_undecided")
+        lo9 = min(float(r) for r in _column(os.path.join(res9, "norm_stability.csv"), "train_pad_max", study="padding"))
+        q9 = max(float(r) for r in _column(os.path.join(res9, "norm_stability_eval.csv"), "test_pad", study="padding"))
+        noise = {0: 0.2, 1: -0.15, 2: 0.05}  # BN's shift cost − LN's: mean +0.033, interval about ±0.44
+
+        def noisy_shift(header, body):
+            i = {k: header.index(k) for k in ("study", "norm", "loss", "seed", "train_pad_max", "test_pad")}
+            for b in body:
+                if b[i["study"]] == "padding":
+                    v = 2.0 + 0.001 * int(b[i["seed"]])
+                    if (b[i["norm"]] == "batch_norm" and float(b[i["train_pad_max"]]) == lo9
+                            and float(b[i["test_pad"]]) == q9):
+                        v += noise[int(b[i["seed"]])]
+                    b[i["loss"]] = str(v)
+            return header, body
+        rewrite_csv(os.path.join(res9, "norm_stability_eval.csv"), noisy_shift)
+        got = row_of(res9, "different statistics")
+        check(got["verdict"].startswith("inconclusive") and "cannot tell" in got["reason"],
+              f"in-distribution fails, shift undecided -> inconclusive ({got['verdict']}: {got['reason']})")
         lo = min(float(r) for r in _column(os.path.join(res7, "norm_stability.csv"), "train_pad_max", study="padding"))
 
         def one_range(header, body):
@@ -116,29 +146,86 @@ def main():
         check(got["verdict"] == "inconclusive" and "shift part" in got["reason"],
               f"one training padding range -> inconclusive ({got['verdict']}: {got['reason']})")
 
-        # Pre vs Post-LN on the largest stable learning rate (2 layers; 1 layer stays at the floor).
-        def stability(pre_ok, post_ok):
+        # Pre vs Post-LN: the learning-rate sensitivity (Wortsman et al. 2023 §2.2) of each sweep.
+        # By hand first: the mean of the capped losses minus the best, a diverged run (nan) and a
+        # run above the initial loss both counting as the initial loss.
+        got = mod.lr_sensitivity({0.001: 2.0, 0.01: 2.1, 0.1: 3.1, 1.0: float("nan")}, 4.0)
+        check(all(abs(a - b) < 1e-12 for a, b in zip(got, (0.8, 2.0, 2.8))),
+              f"LRS of 2.0, 2.1, 3.1, diverged with l0 4: (0.8, 2.0, 2.8) (got {got})")
+        got = mod.lr_sensitivity({0.01: 2.0, 0.1: 5.0}, 4.0)
+        check(abs(got[0] - 1.0) < 1e-12, f"a loss above l0 is capped at l0: LRS 1.0 (got {got[0]})")
+        check(mod.lr_sensitivity({0.01: 4.5, 0.1: 4.6}, 4.0)[0] == 0.0, "no run below l0: LRS 0 (the floor)")
+
+        # A synthetic warm-up table replacing the fixture's (depth 2 only; 4 rates, l0 = 4 nats; seed
+        # s adds e = 0.01·s to every finite loss). Pre-LN degrades gracefully: 2.0, 2.1, 2.4, 2.8 (+e)
+        # at every warm-up: mean 2.325 + e, best 2.0 + e, LRS 0.325. Post-LN without warm-up stalls
+        # above 0.01 and diverges at the top: 2.0, 2.1, 3.1 (+e), diverged (4): mean 2.8 + 0.75e,
+        # best 2.0 + e, LRS 0.8 − 0.25e = 0.8, 0.7975, 0.795. Post-LN with warm-up 100 stalls only at
+        # the top: 2.0, 2.1, 2.3, 3.1 (+e): mean 2.375 + e, LRS 0.375. So Pre − Post without warm-up
+        # = −0.475 + 0.25e, mean −0.4725, and Post with − without = −0.425 + 0.25e, mean −0.4225, both
+        # far below −0.05: holds.
+        LRS_GRID = (0.001, 0.01, 0.1, 1.0)
+        NAN = float("nan")
+        PRE = (2.0, 2.1, 2.4, 2.8)
+        POST = {0: (2.0, 2.1, 3.1, NAN), 100: (2.0, 2.1, 2.3, 3.1)}
+
+        def synthetic_warmup(post_curves):
             def fn(header, body):
-                i = {k: header.index(k) for k in ("study", "num_layers", "norm_placement", "lr", "failed")}
-                for b in body:
-                    if b[i["study"]] == "warmup" and b[i["num_layers"]] == "2":
-                        ok = (pre_ok if b[i["norm_placement"]] == "pre" else post_ok)(float(b[i["lr"]]))
-                        b[i["failed"]] = "0" if ok else "1"
-                return header, body
+                i = {k: header.index(k) for k in ("study", "num_layers", "norm_placement", "warmup_steps", "lr",
+                                                  "seed", "initial_loss", "baseline_loss", "valid_loss",
+                                                  "diverged", "failed")}
+                template = next(b for b in body if b[i["study"]] == "warmup")
+                out = [b for b in body if b[i["study"]] != "warmup"]
+                base = float(template[i["baseline_loss"]])
+                for seed in range(3):
+                    for pl in ("pre", "post"):
+                        for w in (0, 100):
+                            for lr, v in zip(LRS_GRID, PRE if pl == "pre" else post_curves[w]):
+                                b = list(template)
+                                v = v + 0.01 * seed
+                                b[i["num_layers"]], b[i["norm_placement"]], b[i["warmup_steps"]] = "2", pl, str(w)
+                                b[i["lr"]], b[i["seed"]], b[i["initial_loss"]] = f"{lr:g}", str(seed), "4"
+                                b[i["valid_loss"]] = "nan" if v != v else f"{v:.6f}"
+                                b[i["diverged"]] = "1" if v != v else "0"
+                                b[i["failed"]] = "1" if v != v or v >= base - 0.1 else "0"
+                                out.append(b)
+                return header, out
             return fn
-        # Both stable at the smaller rate only: equal grid steps in every seed; the grid resolves one
-        # step, so equivalence within half a step is not shown.
+        res8 = fresh(FIXTURE, tmp, "warmup_lrs")
+        rewrite_csv(os.path.join(res8, "norm_stability.csv"), synthetic_warmup(POST))
+        sweeps = mod.warmup_sweeps(mod.Data(res8))
+        for (pl, w), want in ((("pre", 0), [0.325] * 3), (("post", 0), [0.8, 0.7975, 0.795]),
+                              (("post", 100), [0.375] * 3)):
+            got = [sweeps[(2, pl, w, s)]["lrs"] for s in range(3)]
+            check(all(abs(a - b) < 1e-6 for a, b in zip(got, want)), f"LRS {pl}/w{w}: {want} (got {got})")
+        got = row_of(res8, "Pre-LN trains")
+        check(got["verdict"] == "holds", f"Post-LN stalls, Pre-LN degrades: holds ({got['verdict']}: {got['reason']})")
+        check("-0.472" in got["effect"] and "-0.422" in got["effect"],
+              f"the paired LRS differences by hand, -0.4725 and -0.4225 ({got['effect']})")
+        check("±0.05 nats" in got["margin"], f"LRS margin stated ({got['margin']})")
+        check("threshold criterion" in got["measured"] and "half-gap criterion" in got["measured"],
+              "the largest stable rate under both stall criteria is shown beside the verdict")
+        # The placements equal (Post-LN's curves = Pre-LN's at every warm-up): no difference, so the
+        # claim of a lower sensitivity cannot hold (equivalence within ±0.05: fails).
         res8 = fresh(FIXTURE, tmp, "warmup_equal")
-        rewrite_csv(os.path.join(res8, "norm_stability.csv"), stability(lambda lr: lr < 0.05, lambda lr: lr < 0.05))
+        rewrite_csv(os.path.join(res8, "norm_stability.csv"), synthetic_warmup({0: PRE, 100: PRE}))
         got = row_of(res8, "Pre-LN trains")
-        check(got["verdict"] == "inconclusive" and "one grid step" in got["reason"],
-              f"equal largest stable rates -> inconclusive at the grid's resolution ({got['verdict']}: {got['reason']})")
-        # Post-LN stable where Pre-LN is not, in every seed: the opposite direction, fails.
-        res8 = fresh(FIXTURE, tmp, "warmup_post_better")
-        rewrite_csv(os.path.join(res8, "norm_stability.csv"), stability(lambda lr: False, lambda lr: lr < 0.05))
+        check(got["verdict"] != "holds" and got["verdict"] == "fails" and "within" in got["reason"],
+              f"equal placements -> fails, never holds ({got['verdict']}: {got['reason']})")
+        # Post-LN graceful, Pre-LN stalling: the opposite direction fails too.
+        res8 = fresh(FIXTURE, tmp, "warmup_reversed")
+
+        def swap(header, body):
+            j = header.index("norm_placement")
+            for b in body:
+                if b[j] in ("pre", "post"):
+                    b[j] = "post" if b[j] == "pre" else "pre"
+            return header, body
+        rewrite_csv(os.path.join(res8, "norm_stability.csv"), synthetic_warmup({0: POST[0], 100: POST[0]}))
+        rewrite_csv(os.path.join(res8, "norm_stability.csv"), swap)
         got = row_of(res8, "Pre-LN trains")
-        check(got["verdict"] == "fails" and "below" in got["reason"],
-              f"Post-LN more stable -> fails ({got['verdict']}: {got['reason']})")
+        check(got["verdict"] == "fails" and "above" in got["reason"],
+              f"Pre-LN the sensitive one -> fails ({got['verdict']}: {got['reason']})")
 
         # One seed makes every rule that needs seeds inconclusive.
         res4 = fresh(FIXTURE, tmp, "one_seed")
