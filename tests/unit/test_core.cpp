@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <set>
@@ -76,6 +77,63 @@ TEST_CASE("gemm_split_rows gives gemm's bits at every thread budget and transpos
   CHECK(blas_threads() == 3);
   CHECK(gemm_row_parts(M, N, 1) == 1);                     // too small a product to split
   CHECK(gemm_row_parts(kSplitGemmRowBlock, 1 << 20, 64) == 1);  // too few rows for two parts
+  set_num_threads(before);
+}
+
+TEST_CASE("gemm_split cuts the columns of a few-row product and never runs OpenBLAS threaded", "[core][gemm][threads]") {
+  // A weight-gradient shape: C [64, 256] = op(A)[64, 2048] op(B)[2048, 256], too few rows for two
+  // row parts, enough columns and multiply-adds for a column split.
+  const std::size_t M = 64, N = 256, K = 2048;
+  REQUIRE(static_cast<double>(M) * N * K >= kSplitGemmMacs);
+  Rng rng(12);
+  Tensor2 a({M, K}), b({K, N}), c0({M, N});
+  rng.fill_uniform(a, -1, 1);
+  rng.fill_uniform(b, -1, 1);
+  rng.fill_uniform(c0, -1, 1);
+  const int before = num_threads();
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      INFO("trans_a " << ta << " trans_b " << tb);
+      const Tensor2 A = ta ? Tensor2(xt::transpose(a)) : a;
+      const Tensor2 B = tb ? Tensor2(xt::transpose(b)) : b;
+      const std::size_t lda = A.shape()[1], ldb = B.shape()[1];
+      set_num_threads(1);
+      CHECK(gemm_col_parts(M, N, K) == 1);
+      Tensor2 ref = c0;
+      gemm(ta, tb, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, 1.0f, ref.data(), N);
+      Tensor2 one = c0;
+      gemm_split(ta, tb, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, 1.0f, one.data(), N);
+      CHECK((one == ref));  // budget 1: the plain call
+      for (int budget : {2, 3}) {
+        INFO("budget " << budget);
+        set_num_threads(budget);
+        REQUIRE(gemm_row_parts(M, N, K) == 1);
+        CHECK(gemm_col_parts(M, N, K) == static_cast<std::size_t>(budget));
+        Tensor2 c = c0, again = c0;
+        gemm_split(ta, tb, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, 1.0f, c.data(), N);
+        gemm_split(ta, tb, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, 1.0f, again.data(), N);
+        CHECK((c == again));  // the same bits on every call at one budget
+        float worst = 0.0f;   // against the unsplit product: float rounding of a 2048-term sum
+        for (std::size_t i = 0; i < M * N; ++i) worst = std::max(worst, std::abs(c.data()[i] - ref.data()[i]));
+        CHECK(worst <= 1e-3f);
+        CHECK(blas_threads() == budget);  // the one-thread scope inside is undone
+      }
+    }
+  }
+  set_num_threads(2);
+  CHECK(gemm_col_parts(517, 192, 200) == 1);  // rows split instead (gemm_split_rows's bits)
+  CHECK(gemm_col_parts(M, kSplitGemmColBlock, K) == 1);  // one column block only
+  CHECK(gemm_col_parts(8, 128, 8) == 1);      // too small a product to split
+  // A product too small to split runs with OpenBLAS at one thread under a budget above 1, so
+  // OpenBLAS's workers are never woken; the budget's count is restored after.
+  int inside = 0;
+  for_gemm_rows(8, 128, 8, [&](std::size_t r0, std::size_t r1) {
+    CHECK(r0 == 0);
+    CHECK(r1 == 8);
+    inside = blas_threads();
+  });
+  CHECK(inside == 1);
+  CHECK(blas_threads() == 2);
   set_num_threads(before);
 }
 

@@ -659,16 +659,16 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
   Tensor3 dx({B, Tq, D});
   if (self_) {
     // proj = X W_inᵀ + b_in  ->  dW_in += dprojᵀ X;  db_in += Σ_rows dproj;  dX = dproj W_in.
-    gemm_split_rows(true, false, R, D, Nq, 1.0f, dproj_q_.data(), R, xq_.data(), D, 1.0f, Wg, D);
+    gemm_split(true, false, R, D, Nq, 1.0f, dproj_q_.data(), R, xq_.data(), D, 1.0f, Wg, D);
     if (has_bias_) detail::add_column_sums(dproj_q_.data(), Nq, R, bg);
     gemm_split_rows(false, false, Nq, D, R, 1.0f, dproj_q_.data(), R, W, D, 0.0f, dx.data(), D);
   } else {
     const std::size_t r0 = shared_qk_ ? 0 : D;
     // q = X_q W_Qᵀ + b_Q: rows 0..D-1 of the packed weight.
-    gemm_split_rows(true, false, D, D, Nq, 1.0f, dproj_q_.data(), D, xq_.data(), D, 1.0f, Wg, D);
+    gemm_split(true, false, D, D, Nq, 1.0f, dproj_q_.data(), D, xq_.data(), D, 1.0f, Wg, D);
     // [k | v] = X_kv W_{r0..r0+2D}ᵀ + b: rows r0.. (shared: the qk rows get dQ and dK both).
-    gemm_split_rows(true, false, 2 * D, D, Nk, 1.0f, dproj_kv_.data(), 2 * D, xkv_.data(), D, 1.0f,
-                    Wg + r0 * D, D);
+    gemm_split(true, false, 2 * D, D, Nk, 1.0f, dproj_kv_.data(), 2 * D, xkv_.data(), D, 1.0f,
+               Wg + r0 * D, D);
     if (has_bias_) {
       detail::add_column_sums(dproj_q_.data(), Nq, D, bg);
       detail::add_column_sums(dproj_kv_.data(), Nk, 2 * D, bg + r0);
