@@ -72,27 +72,38 @@ float max_of(const float* x, std::size_t n) {
   return m;
 }
 
-/// x[j] <- exp(x[j] - m) for j < n (exp(−∞) = 0); returns Σ_j x[j].
+/// x[j] <- exp(x[j] - m) for j < n (exp(−∞) = 0); returns Σ_j x[j]. With SIMD, every exp is a
+/// vector one, the n mod kLanes tail too (through a register-wide buffer padded with −∞, which
+/// adds 0): causal rows are mostly short or ragged (query i sees i + 1 keys), and the tail's
+/// scalar std::exp calls cost more than the rest of the row.
 float exp_shift_sum(float* x, std::size_t n, float m) {
-  float s = 0.0f;
-  std::size_t j = 0;
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
-  if (n >= kLanes) {
-    const FBatch bmax(m);
-    FBatch bs(0.0f);
-    for (; j + kLanes <= n; j += kLanes) {
-      const FBatch e = xsimd::exp(FBatch::load_unaligned(x + j) - bmax);
-      e.store_unaligned(x + j);
-      bs += e;
-    }
-    s = xsimd::hadd(bs);
+  const FBatch bmax(m);
+  FBatch bs(0.0f);
+  std::size_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    const FBatch e = xsimd::exp(FBatch::load_unaligned(x + j) - bmax);
+    e.store_unaligned(x + j);
+    bs += e;
   }
-#endif
-  for (; j < n; ++j) {
+  if (j < n) {
+    alignas(64) float tail[kLanes];
+    std::fill(tail, tail + kLanes, kNegInf);
+    std::copy(x + j, x + n, tail);
+    const FBatch e = xsimd::exp(FBatch::load_aligned(tail) - bmax);
+    e.store_aligned(tail);
+    std::copy(tail, tail + (n - j), x + j);
+    bs += e;
+  }
+  return xsimd::hadd(bs);
+#else
+  float s = 0.0f;
+  for (std::size_t j = 0; j < n; ++j) {
     x[j] = std::exp(x[j] - m);
     s += x[j];
   }
   return s;
+#endif
 }
 
 /// Σ_j a[j]·b[j] for j < n.
