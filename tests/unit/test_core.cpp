@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <set>
 #include <string>
@@ -12,6 +14,29 @@
 
 using namespace seqlab;
 using Catch::Matchers::WithinAbs;
+
+namespace {
+
+/// Random op(A) [M, K], op(B) [K, N] and a start C0 [M, N] from `seed`; calls
+/// check(ta, tb, A, lda, B, ldb, C0) with A, B stored as each transpose combination asks.
+template <class Check>
+void for_each_transpose(std::size_t M, std::size_t N, std::size_t K, std::uint64_t seed, Check&& check) {
+  Rng rng(seed);
+  Tensor2 a({M, K}), b({K, N}), c0({M, N});
+  rng.fill_uniform(a, -1, 1);
+  rng.fill_uniform(b, -1, 1);
+  rng.fill_uniform(c0, -1, 1);
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      INFO("trans_a " << ta << " trans_b " << tb);
+      const Tensor2 A = ta ? Tensor2(xt::transpose(a)) : a;
+      const Tensor2 B = tb ? Tensor2(xt::transpose(b)) : b;
+      check(ta, tb, A.data(), A.shape()[1], B.data(), B.shape()[1], c0);
+    }
+  }
+}
+
+}  // namespace
 
 TEST_CASE("gemm matches a naive product for every transpose combination", "[core][gemm]") {
   Rng rng(7);
@@ -41,33 +66,23 @@ TEST_CASE("gemm_split_rows gives gemm's bits at every thread budget and transpos
   // Above the split threshold (kSplitGemmMacs), with a row count that does not divide evenly.
   const std::size_t M = 517, N = 192, K = 200;
   REQUIRE(static_cast<double>(M) * N * K >= kSplitGemmMacs);
-  Rng rng(11);
-  Tensor2 a({M, K}), b({K, N}), c0({M, N});
-  rng.fill_uniform(a, -1, 1);
-  rng.fill_uniform(b, -1, 1);
-  rng.fill_uniform(c0, -1, 1);
   const int before = num_threads();
-  for (bool ta : {false, true}) {
-    for (bool tb : {false, true}) {
-      INFO("trans_a " << ta << " trans_b " << tb);
-      const Tensor2 A = ta ? Tensor2(xt::transpose(a)) : a;
-      const Tensor2 B = tb ? Tensor2(xt::transpose(b)) : b;
-      const std::size_t lda = A.shape()[1], ldb = B.shape()[1];
-      set_num_threads(1);
-      CHECK(gemm_row_parts(M, N, K) == 1);
-      Tensor2 ref = c0;
-      gemm(ta, tb, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, 1.0f, ref.data(), N);
-      for (int budget : {1, 2, 3}) {
-        INFO("budget " << budget);
-        set_num_threads(budget);
-        CHECK(gemm_row_parts(M, N, K) == static_cast<std::size_t>(budget));
-        Tensor2 c = c0;
-        gemm_split_rows(ta, tb, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, 1.0f, c.data(), N);
-        CHECK((c == ref));
-        CHECK(blas_threads() == budget);  // the one-thread scope inside is undone
-      }
+  for_each_transpose(M, N, K, 11, [&](bool ta, bool tb, const float* A, std::size_t lda, const float* B,
+                                      std::size_t ldb, const Tensor2& c0) {
+    set_num_threads(1);
+    CHECK(gemm_row_parts(M, N, K) == 1);
+    Tensor2 ref = c0;
+    gemm(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 1.0f, ref.data(), N);
+    for (int budget : {1, 2, 3}) {
+      INFO("budget " << budget);
+      set_num_threads(budget);
+      CHECK(gemm_row_parts(M, N, K) == static_cast<std::size_t>(budget));
+      Tensor2 c = c0;
+      gemm_split_rows(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 1.0f, c.data(), N);
+      CHECK((c == ref));
+      CHECK(blas_threads() == budget);  // the one-thread scope inside is undone
     }
-  }
+  });
   set_num_threads(3);
   {
     BlasThreadsScope one(1);  // a head loop's or a split's thread: never split again
@@ -76,6 +91,52 @@ TEST_CASE("gemm_split_rows gives gemm's bits at every thread budget and transpos
   CHECK(blas_threads() == 3);
   CHECK(gemm_row_parts(M, N, 1) == 1);                     // too small a product to split
   CHECK(gemm_row_parts(kSplitGemmRowBlock, 1 << 20, 64) == 1);  // too few rows for two parts
+  set_num_threads(before);
+}
+
+TEST_CASE("gemm_split cuts the columns of a few-row product and never runs OpenBLAS threaded", "[core][gemm][threads]") {
+  // A weight-gradient shape: C [64, 256] = op(A)[64, 2048] op(B)[2048, 256], too few rows for two
+  // row parts, enough columns and multiply-adds for a column split.
+  const std::size_t M = 64, N = 256, K = 2048;
+  REQUIRE(static_cast<double>(M) * N * K >= kSplitGemmMacs);
+  const int before = num_threads();
+  for_each_transpose(M, N, K, 12, [&](bool ta, bool tb, const float* A, std::size_t lda, const float* B,
+                                      std::size_t ldb, const Tensor2& c0) {
+    set_num_threads(1);
+    CHECK(gemm_col_parts(M, N, K) == 1);
+    Tensor2 ref = c0, one = c0;
+    gemm(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 1.0f, ref.data(), N);
+    gemm_split(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 1.0f, one.data(), N);
+    CHECK((one == ref));  // budget 1: the plain call
+    for (int budget : {2, 3}) {
+      INFO("budget " << budget);
+      set_num_threads(budget);
+      REQUIRE(gemm_row_parts(M, N, K) == 1);
+      CHECK(gemm_col_parts(M, N, K) == static_cast<std::size_t>(budget));
+      Tensor2 c = c0, again = c0;
+      gemm_split(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 1.0f, c.data(), N);
+      gemm_split(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 1.0f, again.data(), N);
+      CHECK((c == again));  // the same bits on every call at one budget
+      float worst = 0.0f;   // against the unsplit product: float rounding of a 2048-term sum
+      for (std::size_t i = 0; i < M * N; ++i) worst = std::max(worst, std::abs(c.data()[i] - ref.data()[i]));
+      CHECK(worst <= 1e-3f);
+      CHECK(blas_threads() == budget);  // the one-thread scope inside is undone
+    }
+  });
+  set_num_threads(2);
+  CHECK(gemm_col_parts(517, 192, 200) == 1);  // rows split instead (gemm_split_rows's bits)
+  CHECK(gemm_col_parts(M, kSplitGemmColBlock, K) == 1);  // one column block only
+  CHECK(gemm_col_parts(8, 128, 8) == 1);      // too small a product to split
+  // A product too small to split runs with OpenBLAS at one thread under a budget above 1, so
+  // OpenBLAS's workers are never woken; the budget's count is restored after.
+  int inside = 0;
+  for_gemm_rows(8, 128, 8, [&](std::size_t r0, std::size_t r1) {
+    CHECK(r0 == 0);
+    CHECK(r1 == 8);
+    inside = blas_threads();
+  });
+  CHECK(inside == 1);
+  CHECK(blas_threads() == 2);
   set_num_threads(before);
 }
 

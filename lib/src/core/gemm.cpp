@@ -46,6 +46,31 @@ void gemm_split_rows(bool trans_a, bool trans_b, std::size_t M, std::size_t N, s
   });
 }
 
+std::size_t gemm_col_parts(std::size_t M, std::size_t N, std::size_t K) {
+  const auto budget = static_cast<std::size_t>(std::max(1, num_threads()));
+  if (budget <= 1 || blas_threads() <= 1 || gemm_row_parts(M, N, K) > 1) return 1;
+  if (static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < kSplitGemmMacs) return 1;
+  return std::max<std::size_t>(1, std::min(budget, N / kSplitGemmColBlock));  // <= column blocks
+}
+
+void gemm_split(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
+                const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
+                std::size_t ldc) {
+  const std::size_t col_parts = gemm_col_parts(M, N, K);
+  if (col_parts <= 1) {  // rows split, or one call (OpenBLAS at one thread under a budget > 1)
+    gemm_split_rows(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  BlasThreadsScope one(1);
+  const std::size_t blocks = (N + kSplitGemmColBlock - 1) / kSplitGemmColBlock;
+  parallel_ranges(blocks, col_parts, [&](std::size_t b0, std::size_t b1, std::size_t) {
+    const std::size_t c0 = b0 * kSplitGemmColBlock, c1 = std::min(N, b1 * kSplitGemmColBlock);
+    // Columns c0.. of op(B): columns of B, or rows of B when it is stored transposed ([N, K]).
+    const float* Bc = trans_b ? B + c0 * ldb : B + c0;
+    gemm(trans_a, trans_b, M, c1 - c0, K, alpha, A, lda, Bc, ldb, beta, C + c0, ldc);
+  });
+}
+
 void gemm(const Tensor2& A, bool trans_a, const Tensor2& B, bool trans_b, Tensor2& C, float alpha,
           float beta) {
   const std::size_t M = trans_a ? A.shape()[1] : A.shape()[0];

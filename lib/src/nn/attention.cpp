@@ -72,27 +72,38 @@ float max_of(const float* x, std::size_t n) {
   return m;
 }
 
-/// x[j] <- exp(x[j] - m) for j < n (exp(−∞) = 0); returns Σ_j x[j].
+/// x[j] <- exp(x[j] - m) for j < n (exp(−∞) = 0); returns Σ_j x[j]. With SIMD, every exp is a
+/// vector one, the n mod kLanes tail too (through a register-wide buffer padded with −∞, which
+/// adds 0): causal rows are mostly short or ragged (query i sees i + 1 keys), and the tail's
+/// scalar std::exp calls cost more than the rest of the row.
 float exp_shift_sum(float* x, std::size_t n, float m) {
-  float s = 0.0f;
-  std::size_t j = 0;
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
-  if (n >= kLanes) {
-    const FBatch bmax(m);
-    FBatch bs(0.0f);
-    for (; j + kLanes <= n; j += kLanes) {
-      const FBatch e = xsimd::exp(FBatch::load_unaligned(x + j) - bmax);
-      e.store_unaligned(x + j);
-      bs += e;
-    }
-    s = xsimd::hadd(bs);
+  const FBatch bmax(m);
+  FBatch bs(0.0f);
+  std::size_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    const FBatch e = xsimd::exp(FBatch::load_unaligned(x + j) - bmax);
+    e.store_unaligned(x + j);
+    bs += e;
   }
-#endif
-  for (; j < n; ++j) {
+  if (j < n) {
+    alignas(64) float tail[kLanes];
+    std::fill(tail, tail + kLanes, kNegInf);
+    std::copy(x + j, x + n, tail);
+    const FBatch e = xsimd::exp(FBatch::load_aligned(tail) - bmax);
+    e.store_aligned(tail);
+    std::copy(tail, tail + (n - j), x + j);
+    bs += e;
+  }
+  return xsimd::hadd(bs);
+#else
+  float s = 0.0f;
+  for (std::size_t j = 0; j < n; ++j) {
     x[j] = std::exp(x[j] - m);
     s += x[j];
   }
   return s;
+#endif
 }
 
 /// Σ_j a[j]·b[j] for j < n.
@@ -659,16 +670,16 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
   Tensor3 dx({B, Tq, D});
   if (self_) {
     // proj = X W_inᵀ + b_in  ->  dW_in += dprojᵀ X;  db_in += Σ_rows dproj;  dX = dproj W_in.
-    gemm_split_rows(true, false, R, D, Nq, 1.0f, dproj_q_.data(), R, xq_.data(), D, 1.0f, Wg, D);
+    gemm_split(true, false, R, D, Nq, 1.0f, dproj_q_.data(), R, xq_.data(), D, 1.0f, Wg, D);
     if (has_bias_) detail::add_column_sums(dproj_q_.data(), Nq, R, bg);
     gemm_split_rows(false, false, Nq, D, R, 1.0f, dproj_q_.data(), R, W, D, 0.0f, dx.data(), D);
   } else {
     const std::size_t r0 = shared_qk_ ? 0 : D;
     // q = X_q W_Qᵀ + b_Q: rows 0..D-1 of the packed weight.
-    gemm_split_rows(true, false, D, D, Nq, 1.0f, dproj_q_.data(), D, xq_.data(), D, 1.0f, Wg, D);
+    gemm_split(true, false, D, D, Nq, 1.0f, dproj_q_.data(), D, xq_.data(), D, 1.0f, Wg, D);
     // [k | v] = X_kv W_{r0..r0+2D}ᵀ + b: rows r0.. (shared: the qk rows get dQ and dK both).
-    gemm_split_rows(true, false, 2 * D, D, Nk, 1.0f, dproj_kv_.data(), 2 * D, xkv_.data(), D, 1.0f,
-                    Wg + r0 * D, D);
+    gemm_split(true, false, 2 * D, D, Nk, 1.0f, dproj_kv_.data(), 2 * D, xkv_.data(), D, 1.0f,
+               Wg + r0 * D, D);
     if (has_bias_) {
       detail::add_column_sums(dproj_q_.data(), Nq, D, bg);
       detail::add_column_sums(dproj_kv_.data(), Nk, 2 * D, bg + r0);

@@ -69,7 +69,7 @@ void Linear::backward_rows(const float* dy, std::size_t n, float* dx, bool bias_
   // y = x Wᵀ  ->  dx[n, in] = dy[n, out] · W[out, in]
   gemm_split_rows(false, false, n, in_, out_, 1.0f, dy, out_, weight.value.data(), in_, 0.0f, dx, in_);
   // y = x Wᵀ  ->  dW[out, in] += dyᵀ[out, n] · x[n, in]
-  gemm_split_rows(true, false, out_, in_, n, 1.0f, dy, out_, input(), in_, 1.0f, weight.grad.data(), in_);
+  gemm_split(true, false, out_, in_, n, 1.0f, dy, out_, input(), in_, 1.0f, weight.grad.data(), in_);
   // y = ... + b  ->  db[out] += Σ_rows dy (double partial sums over fixed row blocks, threaded)
   if (has_bias_ && !bias_grad_added) detail::add_column_sums(dy, n, out_, bias.grad.data());
 }

@@ -24,7 +24,8 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
 /// multiply-adds, at most one part per kSplitGemmRowBlock rows; 1 when OpenBLAS is at one thread
 /// (inside a BlasThreadsScope(1): a head loop's or another split's thread, so splits never nest).
 std::size_t gemm_row_parts(std::size_t M, std::size_t N, std::size_t K);
-inline constexpr double kSplitGemmMacs = 16.0 * 1024 * 1024;  // ~0.3 ms at 100 GFLOP/s
+/// About 0.1 ms of one core's SGEMM (80-100 GFLOP/s), a few times the cost of starting a thread.
+inline constexpr double kSplitGemmMacs = 4.0 * 1024 * 1024;
 /// Row granularity of the split: a multiple of the row tile of OpenBLAS's SGEMM kernels (12 rows
 /// on this machine's Zen kernel, measured; 4, 8 or 16 on other x86 kernels), so that every row
 /// keeps its place in a tile.
@@ -33,8 +34,10 @@ inline constexpr std::size_t kSplitGemmRowBlock = 48;
 /// Runs body(r0, r1) over the rows [0, M) of a GEMM's output in gemm_row_parts(M, N, K)
 /// contiguous ranges, each on its own thread (parallel_ranges) with OpenBLAS at one thread
 /// (BlasThreadsScope): every core runs one single-threaded GEMM, and OpenBLAS's own worker threads
-/// are not woken (after a multi-threaded call they spin in sched_yield and take cycles from
-/// seqlab's threads). With one part, a plain call body(0, M), OpenBLAS's thread count unchanged. body
+/// are not woken (after a multi-threaded call they spin in sched_yield for about 0.1 s and take
+/// cycles from seqlab's threads). With one part, a plain call body(0, M), and with a thread budget
+/// above 1 that call too runs with OpenBLAS at one thread: a GEMM too small to split is not worth
+/// waking OpenBLAS's workers for (they would then spin beside seqlab's next parallel loops). body
 /// computes rows [r0, r1) of C (and may do row-wise work around it, e.g. fill bias rows first).
 /// Range boundaries fall on multiples of kSplitGemmRowBlock rows, so every row keeps its place in
 /// OpenBLAS's row tiles and the split gives the same bits as the whole product (a boundary inside
@@ -46,7 +49,12 @@ template <class Body>
 void for_gemm_rows(std::size_t M, std::size_t N, std::size_t K, Body&& body) {
   const std::size_t parts = gemm_row_parts(M, N, K);
   if (parts <= 1) {
-    body(std::size_t{0}, M);
+    if (num_threads() > 1 && blas_threads() > 1) {
+      BlasThreadsScope one(1);
+      body(std::size_t{0}, M);
+    } else {
+      body(std::size_t{0}, M);
+    }
     return;
   }
   BlasThreadsScope one(1);
@@ -60,6 +68,27 @@ void for_gemm_rows(std::size_t M, std::size_t N, std::size_t K, Body&& body) {
 void gemm_split_rows(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K,
                      float alpha, const float* A, std::size_t lda, const float* B, std::size_t ldb,
                      float beta, float* C, std::size_t ldc);
+
+/// Columns per part of gemm_split's column split (a multiple of OpenBLAS's column tiles).
+inline constexpr std::size_t kSplitGemmColBlock = 64;
+
+/// Parts into which gemm_split cuts the columns of C when its rows cannot be split
+/// (gemm_row_parts(M, N, K) = 1): the thread budget for a product of at least kSplitGemmMacs
+/// multiply-adds, at most one part per kSplitGemmColBlock columns; 1 otherwise, and 1 whenever
+/// the rows are split or OpenBLAS is at one thread.
+std::size_t gemm_col_parts(std::size_t M, std::size_t N, std::size_t K);
+
+/// gemm on the thread budget, for products whose C has few rows (weight gradients dW = dYᵀ X,
+/// [out, in] with out as small as 64) as well as many: the rows of C split as gemm_split_rows
+/// when gemm_row_parts allows it (the whole product's bits), else its columns in
+/// gemm_col_parts(M, N, K) ranges cut at multiples of kSplitGemmColBlock, one single-threaded
+/// OpenBLAS call per thread, else one call with OpenBLAS at one thread (budget above 1) or at its
+/// count (budget 1). The column split changes the last bits against the unsplit product (OpenBLAS
+/// rounds a column differently at a cut, measured: experiments/bench/README.md); for one thread
+/// budget the result is the same on every call. Same arguments as gemm.
+void gemm_split(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
+                const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
+                std::size_t ldc);
 
 /// Tensor form: C = alpha * op(A) · op(B) + beta * C for contiguous 2-D tensors.
 /// C must already have shape [M, N]. Throws ShapeError if the inner or outer extents disagree.
