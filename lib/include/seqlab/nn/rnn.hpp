@@ -75,6 +75,7 @@ class RNN : public RecurrentBase {
   Nonlinearity nonlinearity_;
   Tensor3 final_;  // [L, B, H]
   Tensor3 dh0_;    // [L, B, H]
+  std::vector<float> step_scratch_;  // two [H, w] blocks of the transposed steps (rnn.cpp)
 };
 
 }  // namespace seqlab
