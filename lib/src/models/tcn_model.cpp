@@ -36,18 +36,20 @@ Tensor3 TCNModel::body_backward(const Tensor3& dh, Tensor2& step_norms) {
   // TCN::backward run block by block (the same loop) to record ‖∂L/∂y^l_t‖ at every block output.
   const std::size_t L = tcn.num_levels(), B = dh.shape()[0], T = dh.shape()[1];
   step_norms = xt::zeros<float>({L, T});
-  Tensor3 g = dh;  // ∂L/∂y^{L-1}
+  Tensor3 g;
+  const Tensor3* cur = &dh;  // ∂L/∂y^l, starting at l = L-1
   for (std::size_t l = L; l-- > 0;) {
-    const std::size_t C = g.shape()[2];
+    const std::size_t C = cur->shape()[2];
     for (std::size_t t = 0; t < T; ++t) {
       double s = 0.0;
       for (std::size_t b = 0; b < B; ++b) {
-        const float* row = g.data() + (b * T + t) * C;
+        const float* row = cur->data() + (b * T + t) * C;
         for (std::size_t c = 0; c < C; ++c) s += double(row[c]) * row[c];
       }
       step_norms(l, t) = static_cast<float>(std::sqrt(s));
     }
-    g = tcn.block(l).backward(g);  // ∂L/∂y^{l-1} (∂L/∂u for l = 0)
+    g = tcn.block(l).backward(*cur);  // ∂L/∂y^{l-1} (∂L/∂u for l = 0)
+    cur = &g;
   }
   return g;
 }

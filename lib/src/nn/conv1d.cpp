@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "seqlab/core/gemm.hpp"
@@ -227,11 +228,23 @@ void Conv1d::unfold(const float* src, std::size_t w, long off, long step, std::s
 Tensor3 Conv1d::forward(const Tensor3& x) {
   check_shape("Conv1d.forward: x", x, {-1, -1, static_cast<long>(in_)});
   check_parameters();
-  B_ = x.shape()[0];
-  T_ = x.shape()[1];
-  const std::size_t n = B_ * T_, kin = k_ * in_, P = left_padding();
   pack_weight();
   x_ = x;
+  return forward_cached();
+}
+
+Tensor3 Conv1d::forward(Tensor3&& x) {
+  check_shape("Conv1d.forward: x", x, {-1, -1, static_cast<long>(in_)});
+  check_parameters();
+  pack_weight();
+  x_ = std::move(x);
+  return forward_cached();
+}
+
+Tensor3 Conv1d::forward_cached() {
+  B_ = x_.shape()[0];
+  T_ = x_.shape()[1];
+  const std::size_t n = B_ * T_, kin = k_ * in_, P = left_padding();
   cached_ = true;
 
   // y[rows, out] = cols[rows, k·in] · W̃ᵀ (+ bias), one block of rows at a time (k = 1 has P = 0
