@@ -10,6 +10,7 @@
 
 #include "seqlab/core/gemm.hpp"
 #include "seqlab/core/threads.hpp"
+#include "head_gemm.hpp"
 #include "row_kernels.hpp"
 
 namespace seqlab {
@@ -178,6 +179,41 @@ void copy_rows(const float* src, std::size_t lds, std::size_t w, std::size_t ldd
     copy_rows_as<RowCopy::moves>(src, lds, w, ldd, rows, dst);
 }
 
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+#if XSIMD_WITH_FMA3_AVX2
+/// Tiles of 8-lane batches (6 x 16) for the narrow products: with 16-lane AVX-512 batches a
+/// tile is 32 columns wide, and a convolution of 11 channels would compute 21 padding columns of
+/// every 32 (on Zen 4 a 16-lane FMA also takes the issue slots of two 8-lane ones).
+using ConvBatch = xsimd::batch<float, xsimd::fma3<xsimd::avx2>>;
+#else
+using ConvBatch = detail::HeadBatch;
+#endif
+/// Widest N that conv_gemm hands to head_gemm's tiles: one tile of columns.
+constexpr std::size_t kConvNarrowN = 2 * ConvBatch::size;
+#else
+constexpr std::size_t kConvNarrowN = 0;
+#endif
+
+/// C[M, N] = op(A) · op(B) + beta · C as gemm (core/gemm.hpp). A product of at most kConvNarrowN
+/// columns (convolutions of few channels: the TCNs' 8–16) runs head_gemm's tiles
+/// (nn/head_gemm.hpp) on this thread: op(B) is the small operand, packed into `panel` (the
+/// caller's per-thread scratch), and the large op(A) (the unfolded rows) is read in place.
+/// OpenBLAS 0.3.21 instead packs the large operand on every call and tiles the narrow side in 4s
+/// of a 16 x 4 kernel: in long_range_recall's TCN cell (11 channels, kernel 8) its packing was 16 %
+/// and its kernel at 3.2 instructions per 8-lane FMA (callgrind). Wider products go to gemm.
+void conv_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, const float* A,
+               std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc,
+               std::vector<float>& panel) {
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+  if (N <= kConvNarrowN) {
+    detail::head_gemm_as<ConvBatch>(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc, panel);
+    return;
+  }
+#endif
+  (void)panel;
+  gemm(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+
 /// dst[i·kw + c] = 0 for i < rows, c < w.
 void zero_rows(std::size_t w, std::size_t kw, std::size_t rows, float* dst) {
   for (std::size_t i = 0; i < rows; ++i) std::fill_n(dst + i * kw, w, 0.0f);
@@ -255,6 +291,7 @@ Tensor3 Conv1d::forward_cached() {
   const std::size_t parts = std::min(blocks, gemm_row_parts(n, out_, kin));
   std::vector<std::unique_ptr<float[]>> scratch(direct ? 0 : parts);  // uninitialised: unfold writes all
   for (auto& buf : scratch) buf.reset(new float[rows * kin]);
+  std::vector<std::vector<float>> panels(parts);  // conv_gemm's per-thread scratch
   const float* px = x_.data();
   float* py = y.data();
   for_row_blocks(blocks, parts, [&](std::size_t c0, std::size_t c1, std::size_t worker) {
@@ -270,7 +307,7 @@ Tensor3 Conv1d::forward_cached() {
         copy_rows(bias.value.data(), 0, out_, out_, m, py + r0 * out_);
       else
         std::fill_n(py + r0 * out_, m * out_, 0.0f);
-      gemm(false, true, m, out_, kin, 1.0f, cols, kin, wp_.data(), kin, 1.0f, py + r0 * out_, out_);
+      conv_gemm(false, true, m, out_, kin, cols, kin, wp_.data(), kin, 1.0f, py + r0 * out_, out_, panels[worker]);
     }
   });
   return y;
@@ -296,6 +333,7 @@ Tensor3 Conv1d::backward(const Tensor3& dy) {
   const std::size_t parts = std::min(blocks, gemm_row_parts(n, in_, kout));
   std::vector<std::unique_ptr<float[]>> scratch(direct ? 0 : parts);  // uninitialised: unfold writes all
   for (auto& buf : scratch) buf.reset(new float[rows * kout]);
+  std::vector<std::vector<float>> panels(parts);  // conv_gemm's per-thread scratch
   std::vector<float> dwq_blocks(blocks * kout * in_, 0.0f);  // beta = 1 onto zeros: no BLAS scaling pass
   Tensor3 dx({B_, T_, in_});
   float* pdx = dx.data();
@@ -307,10 +345,10 @@ Tensor3 Conv1d::backward(const Tensor3& dy) {
         unfold(pdy, out_, static_cast<long>(P), -static_cast<long>(d_), r0, r1, scratch[worker].get());
         dcols = scratch[worker].get();
       }
-      gemm(true, false, kout, in_, m, 1.0f, dcols, kout, px + r0 * in_, in_, 1.0f,
-           dwq_blocks.data() + c * kout * in_, in_);
+      conv_gemm(true, false, kout, in_, m, dcols, kout, px + r0 * in_, in_, 1.0f,
+                dwq_blocks.data() + c * kout * in_, in_, panels[worker]);
       std::fill_n(pdx + r0 * in_, m * in_, 0.0f);  // beta = 1 onto zeros, as above
-      gemm(false, false, m, in_, kout, 1.0f, dcols, kout, wq_.data(), in_, 1.0f, pdx + r0 * in_, in_);
+      conv_gemm(false, false, m, in_, kout, dcols, kout, wq_.data(), in_, 1.0f, pdx + r0 * in_, in_, panels[worker]);
     }
   });
 
