@@ -10,7 +10,7 @@
 
 #include "seqlab/core/gemm.hpp"
 #include "seqlab/core/threads.hpp"
-#include "head_gemm.hpp"
+#include "narrow_gemm.hpp"
 #include "row_kernels.hpp"
 
 namespace seqlab {
@@ -179,39 +179,15 @@ void copy_rows(const float* src, std::size_t lds, std::size_t w, std::size_t ldd
     copy_rows_as<RowCopy::moves>(src, lds, w, ldd, rows, dst);
 }
 
-#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
-#if XSIMD_WITH_FMA3_AVX2
-/// Tiles of 8-lane batches (6 x 16) for the narrow products: with 16-lane AVX-512 batches a
-/// tile is 32 columns wide, and a convolution of 11 channels would compute 21 padding columns of
-/// every 32 (on Zen 4 a 16-lane FMA also takes the issue slots of two 8-lane ones).
-using ConvBatch = xsimd::batch<float, xsimd::fma3<xsimd::avx2>>;
-#else
-using ConvBatch = detail::HeadBatch;
-#endif
-/// Widest N that conv_gemm hands to head_gemm's tiles: one tile of columns.
-constexpr std::size_t kConvNarrowN = 2 * ConvBatch::size;
-#else
-constexpr std::size_t kConvNarrowN = 0;
-#endif
-
-/// C[M, N] = op(A) · op(B) + beta · C as gemm (core/gemm.hpp). A product of at most kConvNarrowN
-/// columns (convolutions of few channels: the TCNs' 8–16) runs head_gemm's tiles
-/// (nn/head_gemm.hpp) on this thread: op(B) is the small operand, packed into `panel` (the
-/// caller's per-thread scratch), and the large op(A) (the unfolded rows) is read in place.
-/// OpenBLAS 0.3.21 instead packs the large operand on every call and tiles the narrow side in 4s
-/// of a 16 x 4 kernel: in long_range_recall's TCN cell (11 channels, kernel 8) its packing was 16 %
-/// and its kernel at 3.2 instructions per 8-lane FMA (callgrind). Wider products go to gemm.
+/// C[M, N] = op(A) · op(B) + beta · C as gemm (core/gemm.hpp): a product of at most
+/// kNarrowWidth columns (convolutions of few channels) through narrow_gemm (narrow_gemm.hpp: op(B)
+/// the small operand, packed into `panel`, the caller's per-thread scratch; the unfolded rows read
+/// in place), wider ones through gemm.
 void conv_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, const float* A,
                std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc,
                std::vector<float>& panel) {
-#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
-  if (N <= kConvNarrowN) {
-    detail::head_gemm_as<ConvBatch>(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc, panel);
-    return;
-  }
-#endif
-  (void)panel;
-  gemm(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+  if (N <= detail::kNarrowWidth) detail::narrow_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc, panel);
+  else gemm(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 }
 
 /// dst[i·kw + c] = 0 for i < rows, c < w.
