@@ -323,8 +323,12 @@ Tensor3 Conv1d::backward(const Tensor3& dy) {
       }
       conv_gemm(true, false, kout, in_, m, dcols, kout, px + r0 * in_, in_, 1.0f,
                 dwq_blocks.data() + c * kout * in_, in_, panels[worker]);
-      std::fill_n(pdx + r0 * in_, m * in_, 0.0f);  // beta = 1 onto zeros, as above
-      conv_gemm(false, false, m, in_, kout, dcols, kout, wq_.data(), in_, 1.0f, pdx + r0 * in_, in_, panels[worker]);
+      // narrow products do not read C at beta = 0; OpenBLAS's beta = 0 is a scaling pass of its own,
+      // so it gets beta = 1 onto zeros, as above
+      const bool narrow = in_ <= detail::kNarrowWidth;
+      if (!narrow) std::fill_n(pdx + r0 * in_, m * in_, 0.0f);
+      conv_gemm(false, false, m, in_, kout, dcols, kout, wq_.data(), in_, narrow ? 0.0f : 1.0f, pdx + r0 * in_,
+                in_, panels[worker]);
     }
   });
 
