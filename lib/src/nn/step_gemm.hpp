@@ -8,7 +8,7 @@
 //
 // Why: one step's h_{t-1} [B, H] × W_hhᵀ [H, G] at B = 32, H = 116 is a small GEMM, and
 // OpenBLAS 0.3.21 (its Haswell/Zen kernels, AVX2, on the AMD EPYC VM) packs both operands and has
-// its set-up on every call, and at 2 threads splits every step (M·N·K above its threshold). The
+// its set-up on every call (and at 2 threads may split a step over its threads; not measured). The
 // same product transposed, preᵀ [G, w] += W_hh [G, H] · h_{t-1}ᵀ [H, w], has the batch as the
 // columns: w = 32 is two AVX-512 or four AVX2 registers with no padding, W_hh is read in place
 // (no packing: a tile's broadcasts walk its rows), h_{t-1}ᵀ is already the contiguous panel
