@@ -204,8 +204,10 @@ TEST_CASE("Conv1d matches the direct formula over many row blocks at thread budg
   // Sizes whose GEMMs are split over the thread budget (>= kSplitGemmMacs multiply-adds) into
   // about 17 blocks of chunk_rows() rows, with block boundaries inside the sequences; against the
   // file comment's formulas evaluated in double. Causal and 'same' padding, with weight norm.
+  // 16 channels run head_gemm's tiles (conv_gemm's narrow products), 24 OpenBLAS.
   const int saved = num_threads();
-  const std::size_t B = 2, T = 8500, C = 16, k = 4, d = 3;
+  const std::size_t B = 2, T = 8500, k = 4, d = 3;
+  for (const std::size_t C : {std::size_t{16}, std::size_t{24}})
   for (const bool causal : {true, false}) {
     Rng rng(causal ? 61 : 62);
     Conv1d conv(C, C, k, rng, d, causal);
@@ -216,7 +218,7 @@ TEST_CASE("Conv1d matches the direct formula over many row blocks at thread budg
     rng.fill_uniform(dy, -1, 1);
     const long P = static_cast<long>(conv.left_padding());
     for (int budget : {1, 2, 3}) {
-      INFO("causal " << causal << ", thread budget " << budget);
+      INFO("channels " << C << ", causal " << causal << ", thread budget " << budget);
       set_num_threads(budget);
       conv.zero_grad();
       const Tensor3 y = conv.forward(x);

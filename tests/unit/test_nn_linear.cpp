@@ -8,6 +8,7 @@
 
 #include "fixtures.hpp"
 #include "gradcheck.hpp"
+#include "seqlab/core/threads.hpp"
 #include "seqlab/nn/linear.hpp"
 
 using namespace seqlab;
@@ -249,4 +250,56 @@ TEST_CASE("Linear rejects wrong shapes and bad arguments", "[nn][linear][errors]
 
   CHECK_THROWS_AS(Linear(0, 4, rng), std::invalid_argument);
   CHECK_THROWS_AS(Linear(4, 0, rng), std::invalid_argument);
+}
+
+TEST_CASE("Linear over many rows matches the formula in double at thread budgets 1 2 and 3", "[nn][linear][threads]") {
+  // 16000 rows of 116 features: every product has >= kSplitGemmMacs multiply-adds, so the rows are
+  // split over the budget. 10 outputs (an output head) run the narrow products
+  // (lib/src/nn/narrow_gemm.hpp), 24 OpenBLAS's; each gives the same bits at every budget.
+  const int saved = num_threads();
+  const std::size_t B = 2, T = 8000, in = 116;
+  for (const std::size_t out : {std::size_t{10}, std::size_t{24}}) {
+    Rng rng(out);
+    Linear lin(in, out, rng);
+    Tensor3 x({B, T, in}), dy({B, T, out});
+    rng.fill_uniform(x, -1, 1);
+    rng.fill_uniform(dy, -1, 1);
+    xt::xarray<double> ey = xt::zeros<double>({B, T, out}), edx = xt::zeros<double>({B, T, in});
+    xt::xarray<double> edw = xt::zeros<double>({out, in});
+    const auto& w = lin.weight.value;
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t o = 0; o < out; ++o) {
+          double acc = lin.bias.value(o);
+          for (std::size_t c = 0; c < in; ++c) {
+            acc += double(w(o, c)) * x(b, t, c);
+            edx(b, t, c) += double(w(o, c)) * dy(b, t, o);
+            edw(o, c) += double(dy(b, t, o)) * x(b, t, c);
+          }
+          ey(b, t, o) = acc;
+        }
+    Tensor3 y1, dx1;
+    Tensor2 dw1;
+    for (const int budget : {1, 2, 3}) {
+      INFO("out " << out << ", thread budget " << budget);
+      set_num_threads(budget);
+      lin.zero_grad();
+      const Tensor3 y = lin.forward(x);
+      const Tensor3 dx = lin.backward(dy);
+      seqlab::test::require_close("y", y, ey, kFwdRtol, kFwdAtol);
+      seqlab::test::require_close("x.grad", dx, edx, kBwdRtol, kBwdAtol);
+      // sums of 16000 terms of size up to 1: float rounding ~1e-7 of Σ|term| (about 4000)
+      seqlab::test::require_close("weight.grad", lin.weight.grad, edw, kBwdRtol, 1e-3);
+      if (budget == 1) {
+        y1 = y;
+        dx1 = dx;
+        dw1 = lin.weight.grad;
+      } else {
+        CHECK(std::equal(y.begin(), y.end(), y1.begin(), y1.end()));
+        CHECK(std::equal(dx.begin(), dx.end(), dx1.begin(), dx1.end()));
+        CHECK(std::equal(lin.weight.grad.begin(), lin.weight.grad.end(), dw1.begin(), dw1.end()));
+      }
+    }
+  }
+  set_num_threads(saved);
 }

@@ -14,6 +14,7 @@
 #include "fixtures.hpp"
 #include "gradcheck.hpp"
 #include "seqlab/core/rng.hpp"
+#include "seqlab/core/threads.hpp"
 #include "seqlab/nn/loss.hpp"
 
 using namespace seqlab;
@@ -280,4 +281,30 @@ TEST_CASE("CrossEntropyLoss and softmax reject bad input", "[nn][loss][errors]")
   const Tensor2 y = xt::zeros<float>({2, 3});
   CHECK_THROWS_AS(softmax_backward(y, Tensor2(xt::zeros<float>({2, 4}))), ShapeError);
   CHECK_THROWS_AS(log_softmax_backward(y, Tensor2(xt::zeros<float>({3, 3}))), ShapeError);
+}
+
+TEST_CASE("CrossEntropyLoss gives the same bits at thread budgets 1 2 and 3", "[nn][loss][threads]") {
+  // 20000 rows of 10 classes: the forward splits its rows over up to 3 threads (at least
+  // 65536 / 10 rows each); the total is summed in row order afterwards. Every 7th row ignored.
+  const int saved = num_threads();
+  const std::size_t n = 20000, c = 10;
+  Rng rng(17);
+  Tensor2 logits({n, c});
+  rng.fill_normal(logits, 0.0f, 3.0f);
+  IndexTensor1 targets = xt::zeros<std::int32_t>({n});
+  for (std::size_t i = 0; i < n; ++i)
+    targets(i) = i % 7 == 0 ? -100 : static_cast<std::int32_t>(rng.next_u64() % c);
+  set_num_threads(1);
+  CrossEntropyLoss ref(-100);
+  const float want = ref.forward(logits, targets);
+  const Tensor2 want_grad = ref.backward();
+  for (const int budget : {2, 3}) {
+    INFO("thread budget " << budget);
+    set_num_threads(budget);
+    CrossEntropyLoss ce(-100);
+    CHECK(ce.forward(logits, targets) == want);
+    const Tensor2 grad = ce.backward();
+    CHECK(std::equal(grad.begin(), grad.end(), want_grad.begin(), want_grad.end()));
+  }
+  set_num_threads(saved);
 }

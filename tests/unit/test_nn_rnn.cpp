@@ -1,6 +1,8 @@
 // Tests of seqlab::RNN (lib/include/seqlab/nn/rnn.hpp): parameter layout and init, finite
 // differences (tanh and relu), PyTorch parity (tests/golden/gen_rnn_gru.py), hidden-gradient
-// norms, repeated use, nonlinearity parsing and errors. Shared checks: recurrent_checks.hpp.
+// norms, repeated use, nonlinearity parsing and errors, and the transposed per-step products of
+// batches of at least half a tile (lib/src/nn/step_gemm.hpp) against the OpenBLAS steps of
+// smaller batches. Shared checks: recurrent_checks.hpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -9,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../lib/src/nn/step_gemm.hpp"
 #include "fixtures.hpp"
 #include "gradcheck.hpp"
 #include "recurrent_checks.hpp"
@@ -87,11 +90,15 @@ TEST_CASE("parse_nonlinearity accepts tanh and relu and names the allowed values
 TEST_CASE("RNN tanh gradients match finite differences", "[nn][rnn][gradcheck]") {
   // hidden_size 21 runs the fused per-step loop on SIMD batches (16 or 8 lanes) and a scalar
   // tail; 29 also on one batch of half the width between them (16 + 8 + 5, or 3 x 8 + 4 + 1);
-  // 5 runs it on the tail alone.
-  for (const std::size_t H : {std::size_t{5}, std::size_t{21}, std::size_t{29}}) {
-    DYNAMIC_SECTION("hidden_size " << H) {
+  // 5 runs it on the tail alone. Batch 2 steps through OpenBLAS; kHeadNR / 2 + 3 (11 with AVX2,
+  // 19 with AVX-512) through the transposed products (step_gemm.hpp) with padding columns.
+  const std::size_t wide = detail::kHeadNR / 2 + 3;
+  REQUIRE(detail::use_transposed_steps(wide));
+  REQUIRE_FALSE(detail::use_transposed_steps(2));
+  for (const auto& [H, B] : {std::pair<std::size_t, std::size_t>{5, 2}, {21, 2}, {29, 2}, {21, wide}}) {
+    DYNAMIC_SECTION("hidden_size " << H << ", batch " << B) {
       Rng rng(3);
-      const std::size_t B = 2, T = 4, D = 3, L = 2;
+      const std::size_t T = 4, D = 3, L = 2;
       RNN rnn(D, H, L, rng, Nonlinearity::tanh);
       Tensor3 x = test::random3(B, T, D, rng);
       Tensor3 h0 = test::random3(L, B, H, rng);
@@ -215,4 +222,68 @@ TEST_CASE("RNN forward is stateless across calls and backward adds into grads", 
 
 TEST_CASE("RNN rejects bad shapes and misuse", "[nn][rnn][errors]") {
   test::check_errors<RNN>(make_tanh);
+}
+
+TEST_CASE("RNN steps of a large batch (transposed products) match the steps of one row at a time", "[nn][rnn]") {
+  // A batch of B >= kHeadNR / 2 rows runs the transposed per-step products (step_gemm.hpp); one
+  // row (2·1 < kHeadNR) runs OpenBLAS's. The layer on the whole batch must give what it gives on
+  // each row alone: out, h_n, dx, dh0 row by row, and the parameter gradients summed over the rows.
+  // B = 32 fills whole tiles with AVX2 (16) and AVX-512 (32); 37 leaves padding columns.
+  // hidden_size 21 leaves partial 6-row tiles; two layers, given h0 and dh_n.
+  using detail::kHeadNR;
+  for (const Nonlinearity act : {Nonlinearity::tanh, Nonlinearity::relu}) {
+    for (const std::size_t B : {std::size_t{32}, std::size_t{37}}) {
+      DYNAMIC_SECTION(to_string(act) << ", batch " << B) {
+        REQUIRE(detail::use_transposed_steps(B) == (2 * B >= kHeadNR));
+        REQUIRE_FALSE(detail::use_transposed_steps(1));
+        const std::size_t T = 6, D = 3, H = 21, L = 2;
+        Rng rng(11);
+        RNN whole(D, H, L, rng, act);
+        RNN row = whole;
+        const Tensor3 x = test::random3(B, T, D, rng);
+        const Tensor3 h0 = test::random3(L, B, H, rng, 0.5f);
+        const Tensor3 dy = test::random3(B, T, H, rng);
+        const Tensor3 dhn = test::random3(L, B, H, rng);
+        const Tensor3 out = whole.forward(x, &h0);
+        const Tensor3 hn = whole.final_state();
+        const Tensor3 dx = whole.backward(dy, &dhn);
+        const Tensor3 dh0 = whole.initial_state_grad();
+
+        double worst = 0.0;
+        std::string where;
+        const auto compare = [&](const char* what, float got, float want) {
+          // in units of the backward tolerance of the PyTorch fixtures (atol 1e-5, rtol 1e-4)
+          const double err = std::abs(double(got) - want) / (1e-5 + 1e-4 * std::abs(double(want)));
+          if (err > worst) {
+            worst = err;
+            where = std::string(what) + ": " + std::to_string(got) + " vs " + std::to_string(want);
+          }
+        };
+        for (std::size_t b = 0; b < B; ++b) {
+          const Tensor3 xb = xt::view(x, xt::range(b, b + 1), xt::all(), xt::all());
+          const Tensor3 h0b = xt::view(h0, xt::all(), xt::range(b, b + 1), xt::all());
+          const Tensor3 dyb = xt::view(dy, xt::range(b, b + 1), xt::all(), xt::all());
+          const Tensor3 dhnb = xt::view(dhn, xt::all(), xt::range(b, b + 1), xt::all());
+          const Tensor3 outb = row.forward(xb, &h0b);
+          const Tensor3 dxb = row.backward(dyb, &dhnb);  // parameter grads add up over the rows
+          for (std::size_t t = 0; t < T; ++t) {
+            for (std::size_t j = 0; j < H; ++j) compare("out", out(b, t, j), outb(0, t, j));
+            for (std::size_t i = 0; i < D; ++i) compare("dx", dx(b, t, i), dxb(0, t, i));
+          }
+          for (std::size_t k = 0; k < L; ++k)
+            for (std::size_t j = 0; j < H; ++j) {
+              compare("h_n", hn(k, b, j), row.final_state()(k, 0, j));
+              compare("dh0", dh0(k, b, j), row.initial_state_grad()(k, 0, j));
+            }
+        }
+        const auto pw = whole.parameters(), pr = row.parameters();
+        REQUIRE(pw.size() == pr.size());
+        for (std::size_t p = 0; p < pw.size(); ++p)
+          for (std::size_t i = 0; i < pw[p]->grad.size(); ++i)
+            compare(pw[p]->name.c_str(), pw[p]->grad.data()[i], pr[p]->grad.data()[i]);
+        INFO("worst difference " << worst << " x (1e-5 + 1e-4 |value|) at " << where);
+        CHECK(worst <= 1.0);
+      }
+    }
+  }
 }

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "seqlab/core/threads.hpp"
+
 namespace seqlab {
 
 namespace {
@@ -18,14 +20,20 @@ ModelConfig validated(const ModelConfig& cfg) {
 Tensor1 step_norms(const Tensor3& g) {
   const std::size_t B = g.shape()[0], T = g.shape()[1], C = g.shape()[2];
   Tensor1 out = xt::zeros<float>({T});
-  for (std::size_t t = 0; t < T; ++t) {
-    double s = 0.0;
-    for (std::size_t b = 0; b < B; ++b) {
-      const float* row = g.data() + (b * T + t) * C;
-      for (std::size_t c = 0; c < C; ++c) s += double(row[c]) * row[c];
+  float* po = out.data();
+  // steps over the thread budget (each step's sum in the same order: the same bits)
+  constexpr std::size_t kGrain = std::size_t{1} << 16;  // elements per thread
+  parallel_for(T, std::max<std::size_t>(1, kGrain / std::max<std::size_t>(1, B * C)),
+               [&](std::size_t t0, std::size_t t1, std::size_t) {
+    for (std::size_t t = t0; t < t1; ++t) {
+      double s = 0.0;
+      for (std::size_t b = 0; b < B; ++b) {
+        const float* row = g.data() + (b * T + t) * C;
+        for (std::size_t c = 0; c < C; ++c) s += double(row[c]) * row[c];
+      }
+      po[t] = static_cast<float>(std::sqrt(s));
     }
-    out(t) = static_cast<float>(std::sqrt(s));
-  }
+  });
   return out;
 }
 

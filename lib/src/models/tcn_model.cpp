@@ -1,12 +1,18 @@
 #include "seqlab/models/tcn_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 
+#include "seqlab/core/threads.hpp"
+
 namespace seqlab {
 
 namespace {
+
+// Elements per thread of the step-norm loop below (as the layers' element-wise grain).
+constexpr std::size_t kNormGrain = std::size_t{1} << 16;
 
 const ModelConfig& require_tcn(const ModelConfig& cfg) {
   if (cfg.model != "tcn")
@@ -36,18 +42,26 @@ Tensor3 TCNModel::body_backward(const Tensor3& dh, Tensor2& step_norms) {
   // TCN::backward run block by block (the same loop) to record ‖∂L/∂y^l_t‖ at every block output.
   const std::size_t L = tcn.num_levels(), B = dh.shape()[0], T = dh.shape()[1];
   step_norms = xt::zeros<float>({L, T});
-  Tensor3 g = dh;  // ∂L/∂y^{L-1}
+  Tensor3 g;
+  const Tensor3* cur = &dh;  // ∂L/∂y^l, starting at l = L-1
   for (std::size_t l = L; l-- > 0;) {
-    const std::size_t C = g.shape()[2];
-    for (std::size_t t = 0; t < T; ++t) {
-      double s = 0.0;
-      for (std::size_t b = 0; b < B; ++b) {
-        const float* row = g.data() + (b * T + t) * C;
-        for (std::size_t c = 0; c < C; ++c) s += double(row[c]) * row[c];
+    const std::size_t C = cur->shape()[2];
+    const float* g_l = cur->data();
+    float* norms = step_norms.data() + l * T;
+    // steps over the thread budget (each step's sum in the same order: the same bits)
+    parallel_for(T, std::max<std::size_t>(1, kNormGrain / std::max<std::size_t>(1, B * C)),
+                 [&](std::size_t t0, std::size_t t1, std::size_t) {
+      for (std::size_t t = t0; t < t1; ++t) {
+        double s = 0.0;
+        for (std::size_t b = 0; b < B; ++b) {
+          const float* row = g_l + (b * T + t) * C;
+          for (std::size_t c = 0; c < C; ++c) s += double(row[c]) * row[c];
+        }
+        norms[t] = static_cast<float>(std::sqrt(s));
       }
-      step_norms(l, t) = static_cast<float>(std::sqrt(s));
-    }
-    g = tcn.block(l).backward(g);  // ∂L/∂y^{l-1} (∂L/∂u for l = 0)
+    });
+    g = tcn.block(l).backward(*cur);  // ∂L/∂y^{l-1} (∂L/∂u for l = 0)
+    cur = &g;
   }
   return g;
 }

@@ -5,10 +5,12 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "seqlab/core/gemm.hpp"
 #include "seqlab/core/threads.hpp"
+#include "narrow_gemm.hpp"
 #include "row_kernels.hpp"
 
 namespace seqlab {
@@ -177,6 +179,17 @@ void copy_rows(const float* src, std::size_t lds, std::size_t w, std::size_t ldd
     copy_rows_as<RowCopy::moves>(src, lds, w, ldd, rows, dst);
 }
 
+/// C[M, N] = op(A) · op(B) + beta · C as gemm (core/gemm.hpp): a product of at most
+/// kNarrowWidth columns (convolutions of few channels) through narrow_gemm (narrow_gemm.hpp: op(B)
+/// the small operand, packed into `panel`, the caller's per-thread scratch; the unfolded rows read
+/// in place), wider ones through gemm.
+void conv_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, const float* A,
+               std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc,
+               std::vector<float>& panel) {
+  if (N <= detail::kNarrowWidth) detail::narrow_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc, panel);
+  else gemm(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+
 /// dst[i·kw + c] = 0 for i < rows, c < w.
 void zero_rows(std::size_t w, std::size_t kw, std::size_t rows, float* dst) {
   for (std::size_t i = 0; i < rows; ++i) std::fill_n(dst + i * kw, w, 0.0f);
@@ -227,11 +240,23 @@ void Conv1d::unfold(const float* src, std::size_t w, long off, long step, std::s
 Tensor3 Conv1d::forward(const Tensor3& x) {
   check_shape("Conv1d.forward: x", x, {-1, -1, static_cast<long>(in_)});
   check_parameters();
-  B_ = x.shape()[0];
-  T_ = x.shape()[1];
-  const std::size_t n = B_ * T_, kin = k_ * in_, P = left_padding();
   pack_weight();
   x_ = x;
+  return forward_cached();
+}
+
+Tensor3 Conv1d::forward(Tensor3&& x) {
+  check_shape("Conv1d.forward: x", x, {-1, -1, static_cast<long>(in_)});
+  check_parameters();
+  pack_weight();
+  x_ = std::move(x);
+  return forward_cached();
+}
+
+Tensor3 Conv1d::forward_cached() {
+  B_ = x_.shape()[0];
+  T_ = x_.shape()[1];
+  const std::size_t n = B_ * T_, kin = k_ * in_, P = left_padding();
   cached_ = true;
 
   // y[rows, out] = cols[rows, k·in] · W̃ᵀ (+ bias), one block of rows at a time (k = 1 has P = 0
@@ -242,6 +267,7 @@ Tensor3 Conv1d::forward(const Tensor3& x) {
   const std::size_t parts = std::min(blocks, gemm_row_parts(n, out_, kin));
   std::vector<std::unique_ptr<float[]>> scratch(direct ? 0 : parts);  // uninitialised: unfold writes all
   for (auto& buf : scratch) buf.reset(new float[rows * kin]);
+  std::vector<std::vector<float>> panels(parts);  // conv_gemm's per-thread scratch
   const float* px = x_.data();
   float* py = y.data();
   for_row_blocks(blocks, parts, [&](std::size_t c0, std::size_t c1, std::size_t worker) {
@@ -257,7 +283,7 @@ Tensor3 Conv1d::forward(const Tensor3& x) {
         copy_rows(bias.value.data(), 0, out_, out_, m, py + r0 * out_);
       else
         std::fill_n(py + r0 * out_, m * out_, 0.0f);
-      gemm(false, true, m, out_, kin, 1.0f, cols, kin, wp_.data(), kin, 1.0f, py + r0 * out_, out_);
+      conv_gemm(false, true, m, out_, kin, cols, kin, wp_.data(), kin, 1.0f, py + r0 * out_, out_, panels[worker]);
     }
   });
   return y;
@@ -283,6 +309,7 @@ Tensor3 Conv1d::backward(const Tensor3& dy) {
   const std::size_t parts = std::min(blocks, gemm_row_parts(n, in_, kout));
   std::vector<std::unique_ptr<float[]>> scratch(direct ? 0 : parts);  // uninitialised: unfold writes all
   for (auto& buf : scratch) buf.reset(new float[rows * kout]);
+  std::vector<std::vector<float>> panels(parts);  // conv_gemm's per-thread scratch
   std::vector<float> dwq_blocks(blocks * kout * in_, 0.0f);  // beta = 1 onto zeros: no BLAS scaling pass
   Tensor3 dx({B_, T_, in_});
   float* pdx = dx.data();
@@ -294,10 +321,14 @@ Tensor3 Conv1d::backward(const Tensor3& dy) {
         unfold(pdy, out_, static_cast<long>(P), -static_cast<long>(d_), r0, r1, scratch[worker].get());
         dcols = scratch[worker].get();
       }
-      gemm(true, false, kout, in_, m, 1.0f, dcols, kout, px + r0 * in_, in_, 1.0f,
-           dwq_blocks.data() + c * kout * in_, in_);
-      std::fill_n(pdx + r0 * in_, m * in_, 0.0f);  // beta = 1 onto zeros, as above
-      gemm(false, false, m, in_, kout, 1.0f, dcols, kout, wq_.data(), in_, 1.0f, pdx + r0 * in_, in_);
+      conv_gemm(true, false, kout, in_, m, dcols, kout, px + r0 * in_, in_, 1.0f,
+                dwq_blocks.data() + c * kout * in_, in_, panels[worker]);
+      // narrow products do not read C at beta = 0; OpenBLAS's beta = 0 is a scaling pass of its own,
+      // so it gets beta = 1 onto zeros, as above
+      const bool narrow = in_ <= detail::kNarrowWidth;
+      if (!narrow) std::fill_n(pdx + r0 * in_, m * in_, 0.0f);
+      conv_gemm(false, false, m, in_, kout, dcols, kout, wq_.data(), in_, narrow ? 0.0f : 1.0f, pdx + r0 * in_,
+                in_, panels[worker]);
     }
   });
 

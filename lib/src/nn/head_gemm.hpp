@@ -44,8 +44,9 @@ constexpr std::size_t kHeadMR = 6;
 constexpr std::size_t kHeadKC = 256;
 constexpr std::size_t kHeadNC = 128;
 
-/// Width of the panel of an N-column operand: N rounded up to a multiple of kHeadNR.
-inline std::size_t head_panel_width(std::size_t n) { return (n + kHeadNR - 1) / kHeadNR * kHeadNR; }
+/// Width of the panel of an N-column operand: N rounded up to a multiple of the tile width nr
+/// (kHeadNR, or twice the lanes of the batch type a caller gives the kernels below).
+inline std::size_t head_panel_width(std::size_t n, std::size_t nr = kHeadNR) { return (n + nr - 1) / nr * nr; }
 
 #if defined(__AVX__)
 /// dst[c·ldd + r] = src[r·lds + c] for r, c < 8: one 8 x 8 block transposed in eight AVX registers
@@ -71,12 +72,12 @@ inline void transpose_8x8(const float* src, std::size_t lds, float* dst, std::si
 }
 #endif
 
-/// panel[k·w + j] = op(B)[k, j] for k < K, j < N and 0 for N <= j < w = head_panel_width(N);
+/// panel[k·w + j] = op(B)[k, j] for k < K, j < N and 0 for N <= j < w = head_panel_width(N, nr);
 /// op(B) = B (stored [K, N], rows of stride ldb) or Bᵀ (B stored [N, K]); B points at op(B)[0, 0].
 /// panel is resized.
 inline void pack_head_panel(bool trans_b, std::size_t K, std::size_t N, const float* B, std::size_t ldb,
-                            std::vector<float>& panel) {
-  const std::size_t w = head_panel_width(N);
+                            std::vector<float>& panel, std::size_t nr = kHeadNR) {
+  const std::size_t w = head_panel_width(N, nr);
   panel.resize(K * w);
   float* p = panel.data();
   if (!trans_b) {
@@ -107,11 +108,13 @@ inline void pack_head_panel(bool trans_b, std::size_t K, std::size_t N, const fl
 
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
 /// One tile: C[r, j] = alpha · Σ_k op(A)[r, k] · panel[k, j] (+ beta · C[r, j]) for r < MR,
-/// j < ncols <= kHeadNR. op(A)[r, k] = A[r·lda + k], or A[k·lda + r] when TA.
-template <std::size_t MR, bool TA>
+/// j < ncols <= 2·V::size (kHeadNR for the default V). op(A)[r, k] = A[r·lda + k], or A[k·lda + r]
+/// when TA. V: the SIMD batch type (a narrower one than HeadBatch suits products of few columns).
+template <std::size_t MR, bool TA, class V = HeadBatch>
 inline void head_tile(std::size_t K, const float* A, std::size_t lda, const float* panel, std::size_t w,
                       float alpha, float beta, float* C, std::size_t ldc, std::size_t ncols) {
-  constexpr std::size_t L = HeadBatch::size;
+  using HeadBatch = V;
+  constexpr std::size_t L = HeadBatch::size, kHeadNR = 2 * L;
   HeadBatch acc0[MR], acc1[MR];
 #pragma GCC unroll 8
   for (std::size_t r = 0; r < MR; ++r) {
@@ -155,10 +158,11 @@ inline void head_tile(std::size_t K, const float* A, std::size_t lda, const floa
   }
 }
 
-template <bool TA>
+template <bool TA, class V = HeadBatch>
 inline void head_gemm_rows(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
                            std::size_t lda, const float* panel, float beta, float* C, std::size_t ldc) {
-  const std::size_t w = head_panel_width(N);
+  constexpr std::size_t kHeadNR = 2 * V::size;
+  const std::size_t w = head_panel_width(N, kHeadNR);
   std::size_t mr = 0;
   for (std::size_t i = 0; i < M; i += mr) {  // rows outer: a block's rows of A stay in L1
     const float* Ai = TA ? A + i : A + i * lda;
@@ -175,12 +179,12 @@ inline void head_gemm_rows(std::size_t M, std::size_t N, std::size_t K, float al
     for (std::size_t j = 0; j < N; j += kHeadNR) {
       const std::size_t nc = std::min(kHeadNR, N - j);
       switch (mr) {
-        case 6: head_tile<6, TA>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
-        case 5: head_tile<5, TA>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
-        case 4: head_tile<4, TA>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
-        case 3: head_tile<3, TA>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
-        case 2: head_tile<2, TA>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
-        default: head_tile<1, TA>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
+        case 6: head_tile<6, TA, V>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
+        case 5: head_tile<5, TA, V>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
+        case 4: head_tile<4, TA, V>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
+        case 3: head_tile<3, TA, V>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
+        case 2: head_tile<2, TA, V>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
+        default: head_tile<1, TA, V>(K, Ai, lda, panel + j, w, alpha, beta, Ci + j, ldc, nc); break;
       }
     }
   }
@@ -196,8 +200,15 @@ inline void head_gemm_rows(std::size_t M, std::size_t N, std::size_t K, float al
 /// xsimd it calls gemm. Throws nothing but std::bad_alloc (panel).
 inline void head_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
                       const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
-                      std::size_t ldc, std::vector<float>& panel) {
+                      std::size_t ldc, std::vector<float>& panel);
+
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+/// head_gemm with tiles of the SIMD batch type V (2·V::size columns; head_gemm itself is
+/// head_gemm_as<HeadBatch>).
+template <class V>
+inline void head_gemm_as(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
+                         const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
+                         std::size_t ldc, std::vector<float>& panel) {
   if (M == 0 || N == 0) return;
   if (K == 0) {  // no products: C = beta · C (BLAS's convention, C not read when beta = 0)
     for (std::size_t i = 0; i < M; ++i)
@@ -210,17 +221,25 @@ inline void head_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, 
       const std::size_t kc = std::min(kHeadKC, K - k0);
       // op(B)[k0.., j0..]: B + k0·ldb + j0 when not transposed, B + j0·ldb + k0 when it is.
       const float* Bb = trans_b ? B + j0 * ldb + k0 : B + k0 * ldb + j0;
-      pack_head_panel(trans_b, kc, nc, Bb, ldb, panel);
+      pack_head_panel(trans_b, kc, nc, Bb, ldb, panel, 2 * V::size);
       // op(A)[.., k0..]: columns k0.. of A, or rows k0.. of the stored Aᵀ.
       const float* Ab = trans_a ? A + k0 * lda : A + k0;
       const float b = k0 == 0 ? beta : 1.0f;  // later K blocks add onto the first
       if (trans_a) {
-        head_gemm_rows<true>(M, nc, kc, alpha, Ab, lda, panel.data(), b, C + j0, ldc);
+        head_gemm_rows<true, V>(M, nc, kc, alpha, Ab, lda, panel.data(), b, C + j0, ldc);
       } else {
-        head_gemm_rows<false>(M, nc, kc, alpha, Ab, lda, panel.data(), b, C + j0, ldc);
+        head_gemm_rows<false, V>(M, nc, kc, alpha, Ab, lda, panel.data(), b, C + j0, ldc);
       }
     }
   }
+}
+#endif
+
+inline void head_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
+                      const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
+                      std::size_t ldc, std::vector<float>& panel) {
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+  head_gemm_as<HeadBatch>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, panel);
 #else
   (void)panel;
   gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "seqlab/core/gemm.hpp"
+#include "narrow_gemm.hpp"
 #include "row_kernels.hpp"
 
 namespace seqlab {
@@ -66,10 +68,22 @@ void Linear::forward_rows(const float* x, std::size_t n, float* y) const {
 
 // Reverse of forward_rows, with x the cached input.
 void Linear::backward_rows(const float* dy, std::size_t n, float* dx, bool bias_grad_added) {
-  // y = x Wᵀ  ->  dx[n, in] = dy[n, out] · W[out, in]
-  gemm_split_rows(false, false, n, in_, out_, 1.0f, dy, out_, weight.value.data(), in_, 0.0f, dx, in_);
-  // y = x Wᵀ  ->  dW[out, in] += dyᵀ[out, n] · x[n, in]
-  gemm_split(true, false, out_, in_, n, 1.0f, dy, out_, input(), in_, 1.0f, weight.grad.data(), in_);
+  if (out_ <= detail::kNarrowWidth) {  // few outputs (a head over few classes): narrow_gemm.hpp
+    // dx[n, in] = dy[n, out] · W[out, in], rows over the thread budget (inner dimension out)
+    for_gemm_rows(n, in_, out_, [&](std::size_t r0, std::size_t r1) {
+      std::vector<float> panel;
+      detail::narrow_gemm(false, false, r1 - r0, in_, out_, dy + r0 * out_, out_, weight.value.data(), in_,
+                          0.0f, dx + r0 * in_, in_, panel);
+    });
+    // dW[out, in] += dyᵀ[out, n] · x[n, in] (out rows)
+    std::vector<float> panel;
+    detail::narrow_gemm(true, false, out_, in_, n, dy, out_, input(), in_, 1.0f, weight.grad.data(), in_, panel);
+  } else {
+    // y = x Wᵀ  ->  dx[n, in] = dy[n, out] · W[out, in]
+    gemm_split_rows(false, false, n, in_, out_, 1.0f, dy, out_, weight.value.data(), in_, 0.0f, dx, in_);
+    // y = x Wᵀ  ->  dW[out, in] += dyᵀ[out, n] · x[n, in]
+    gemm_split(true, false, out_, in_, n, 1.0f, dy, out_, input(), in_, 1.0f, weight.grad.data(), in_);
+  }
   // y = ... + b  ->  db[out] += Σ_rows dy (double partial sums over fixed row blocks, threaded)
   if (has_bias_ && !bias_grad_added) detail::add_column_sums(dy, n, out_, bias.grad.data());
 }

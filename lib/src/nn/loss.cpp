@@ -1,10 +1,14 @@
 #include "seqlab/nn/loss.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "seqlab/core/threads.hpp"
+#include "row_kernels.hpp"
 
 namespace seqlab {
 namespace {
@@ -155,17 +159,27 @@ float CrossEntropyLoss::forward(const Tensor2& logits, const IndexTensor1& targe
   probs_.resize({n, c});
   row_loss_ = xt::zeros<float>({n});
   count_ = 0;
+  // The rows in parallel (each range its own exp buffer), their losses kept in double and summed
+  // afterwards in row order: the same total for every thread budget.
+  std::vector<double> row_l(n, 0.0);
+  parallel_for(n, std::max<std::size_t>(1, detail::kElementGrain / std::max<std::size_t>(c, 1)),
+               [&](std::size_t a, std::size_t b, std::size_t) {
+    std::vector<double> e;
+    for (std::size_t i = a; i < b; ++i) {
+      const float* x = logits.data() + i * c;
+      const RowStats st = softmax_row(x, c, probs_.data() + i * c, e);
+      const std::int32_t t = targets_(i);
+      if (t == ignore_index_) continue;
+      // -log_softmax(x)[t] = m + log Σ exp(x - m) - x_t
+      const double l = (static_cast<double>(st.max) - x[t]) + std::log(st.sum);
+      row_loss_(i) = static_cast<float>(l);
+      row_l[i] = l;
+    }
+  });
   double total = 0.0;
-  std::vector<double> e;
   for (std::size_t i = 0; i < n; ++i) {
-    const float* x = logits.data() + i * c;
-    const RowStats st = softmax_row(x, c, probs_.data() + i * c, e);
-    const std::int32_t t = targets_(i);
-    if (t == ignore_index_) continue;
-    // -log_softmax(x)[t] = m + log Σ exp(x - m) - x_t
-    const double l = (static_cast<double>(st.max) - x[t]) + std::log(st.sum);
-    row_loss_(i) = static_cast<float>(l);
-    total += l;
+    if (targets_(i) == ignore_index_) continue;
+    total += row_l[i];
     ++count_;
   }
   sum_ = total;

@@ -2,9 +2,11 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "seqlab/core/gemm.hpp"
 #include "recurrent_common.hpp"
+#include "step_gemm.hpp"
 
 namespace seqlab {
 
@@ -45,13 +47,36 @@ Tensor3 RNN::forward(const Tensor3& x, const Tensor3* h0) {
     // hs[t+1, b, :] = b_ih + b_hh + x_t[b] W_ihᵀ   (one GEMM over T·B rows).
     project_inputs(k, hs + BH, true);
 
-    const float* WhhT = weight_hh_transposed(k);  // [H, H]
-    for (std::size_t t = 0; t < T; ++t) {
-      float* ht = hs + (t + 1) * BH;
-      // pre_t += h_{t-1} W_hhᵀ   ([B, H] x [H, H]), then h_t = act(pre_t) in place.
-      gemm(false, false, B, H, H, 1.0f, hs + t * BH, H, WhhT, H, 1.0f, ht, H);
-      if (nonlinearity_ == Nonlinearity::tanh) tanh_to(ht, ht, BH);
-      else relu_inplace(ht, BH);
+    const auto activate = [&](float* p, std::size_t n) {
+      if (nonlinearity_ == Nonlinearity::tanh) tanh_to(p, p, n);
+      else relu_inplace(p, n);
+    };
+    if (detail::use_transposed_steps(B)) {
+      // Transposed steps (step_gemm.hpp), hᵀ and preᵀ [H, w] with zero padding columns, which
+      // stay zero (act(0) = 0):
+      //   preᵀ = (pre_t)ᵀ;  preᵀ += W_hh h_{t-1}ᵀ;  h_tᵀ = act(preᵀ);  h_t = (h_tᵀ)ᵀ.
+      const std::size_t w = detail::head_panel_width(B);
+      step_scratch_.assign(2 * H * w, 0.0f);
+      float* hT = step_scratch_.data();  // h_{t-1}ᵀ
+      float* pT = hT + H * w;            // preᵀ, then h_tᵀ
+      detail::transpose_to(hs, H, B, H, hT, w);
+      const float* Whh = layers_[k].weight_hh.value.data();  // [H, H]
+      for (std::size_t t = 0; t < T; ++t) {
+        float* ht = hs + (t + 1) * BH;
+        detail::transpose_to(ht, H, B, H, pT, w);
+        detail::step_product(false, H, H, w, Whh, hT, 1.0f, pT);
+        activate(pT, H * w);
+        detail::transpose_to(pT, w, H, B, ht, H);
+        std::swap(hT, pT);
+      }
+    } else {
+      const float* WhhT = weight_hh_transposed(k);  // [H, H]
+      for (std::size_t t = 0; t < T; ++t) {
+        float* ht = hs + (t + 1) * BH;
+        // pre_t += h_{t-1} W_hhᵀ   ([B, H] x [H, H]), then h_t = act(pre_t) in place.
+        gemm(false, false, B, H, H, 1.0f, hs + t * BH, H, WhhT, H, 1.0f, ht, H);
+        activate(ht, BH);
+      }
     }
     std::memcpy(final_.data() + k * BH, hs + T * BH, BH * sizeof(float));
   }
@@ -69,6 +94,12 @@ Tensor3 RNN::backward(const Tensor3& dy, const Tensor3* dh_n) {
   const std::size_t BH = B * H;
   dh0_.resize({L, B, H});
   const bool is_tanh = nonlinearity_ == Nonlinearity::tanh;
+  // Transposed steps (step_gemm.hpp): dpre_tᵀ and W_hhᵀ dpre_tᵀ, each [H, w].
+  const bool transposed = detail::use_transposed_steps(B);
+  const std::size_t w = transposed ? detail::head_panel_width(B) : 0;
+  if (transposed) step_scratch_.assign(2 * H * w, 0.0f);
+  float* dT = step_scratch_.data();
+  float* rT = dT + H * w;
 
   for (std::size_t kk = L; kk-- > 0;) {
     // dh[t] accumulates the total dL/dh_t of this layer: first its output gradient (dy, or the
@@ -107,8 +138,17 @@ Tensor3 RNN::backward(const Tensor3& dy, const Tensor3* dh_n) {
       record_grad_norm(kk, t, sq);
       fold_bias_grad_sums();
       // dL/dh_{t-1} += dpre_t W_hh   ([B, H] x [H, H]); for t = 0 this is dL/dh0.
-      if (t > 0) gemm(false, false, B, H, H, 1.0f, dht, H, Whh, H, 1.0f, dh + (t - 1) * BH, H);
-      else gemm(false, false, B, H, H, 1.0f, dht, H, Whh, H, 0.0f, dh0, H);
+      if (transposed) {
+        // (dpre_t W_hh)ᵀ = W_hhᵀ dpre_tᵀ, with dpre_tᵀ [H, w] (zero padding columns)
+        detail::transpose_to(dht, H, B, H, dT, w);
+        detail::step_product(true, H, H, w, Whh, dT, 0.0f, rT);
+        if (t > 0) detail::add_transposed(rT, w, H, B, dh + (t - 1) * BH, H);
+        else detail::transpose_to(rT, w, H, B, dh0, H);
+      } else if (t > 0) {
+        gemm(false, false, B, H, H, 1.0f, dht, H, Whh, H, 1.0f, dh + (t - 1) * BH, H);
+      } else {
+        gemm(false, false, B, H, H, 1.0f, dht, H, Whh, H, 0.0f, dh0, H);
+      }
     }
     // dpre [T·B, H] (now in dh) is the gradient of both W_ih x + b_ih and W_hh h + b_hh:
     // parameter gradients and the input gradient (layer kk-1's output gradient, or dL/dx).

@@ -19,6 +19,7 @@
 
 #include "seqlab/core/gemm.hpp"
 #include "seqlab/core/threads.hpp"
+#include "narrow_gemm.hpp"
 
 namespace seqlab::detail {
 
@@ -51,12 +52,19 @@ inline void fill_rows(float* dst, std::size_t n, const float* row, std::size_t w
 /// y[n, out] = x[n, in] · Wᵀ + b (b broadcast over rows; no bias when b is null), W [out, in] with
 /// rows of stride `in`: the affine map of Linear and of MultiheadAttention's in-projection. The
 /// rows are split over the thread budget (for_gemm_rows, core/gemm.hpp); each range fills its bias
-/// rows and then accumulates the product onto them (beta = 1: no zeroing pass).
+/// rows and then accumulates the product onto them (beta = 1: no zeroing pass). At most
+/// kNarrowWidth outputs (an output head over few classes) go through narrow_gemm.
 inline void affine_rows(const float* x, std::size_t n, std::size_t in, const float* W, const float* b,
                         std::size_t out, float* y) {
   for_gemm_rows(n, out, in, [&](std::size_t r0, std::size_t r1) {
     if (b) fill_rows(y + r0 * out, r1 - r0, b, out);
-    gemm(false, true, r1 - r0, out, in, 1.0f, x + r0 * in, in, W, in, b ? 1.0f : 0.0f, y + r0 * out, out);
+    const float beta = b ? 1.0f : 0.0f;
+    if (out <= kNarrowWidth) {
+      std::vector<float> panel;
+      narrow_gemm(false, true, r1 - r0, out, in, x + r0 * in, in, W, in, beta, y + r0 * out, out, panel);
+    } else {
+      gemm(false, true, r1 - r0, out, in, 1.0f, x + r0 * in, in, W, in, beta, y + r0 * out, out);
+    }
   });
 }
 

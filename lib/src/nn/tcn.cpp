@@ -3,7 +3,10 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "seqlab/core/threads.hpp"
 #include "seqlab/nn/activations.hpp"
+#include "activation_kernels.hpp"
+#include "row_kernels.hpp"
 
 namespace seqlab {
 namespace {
@@ -58,17 +61,23 @@ void TemporalBlock::collect_parameters(const std::string& prefix, std::vector<Na
 Tensor3 TemporalBlock::forward(const Tensor3& x) {
   check_shape("TemporalBlock.forward: x", x, {-1, -1, static_cast<long>(conv1.in_channels())});
   a1_ = conv1.forward(x);                                // a1 = conv1(x)
-  const Tensor3 h1 = dropout1.forward(relu(a1_));        // h1 = dropout1(relu(a1))
-  a2_ = conv2.forward(h1);                               // a2 = conv2(h1)
-  Tensor3 h2 = dropout2.forward(relu(a2_));              // h2 = dropout2(relu(a2))
-  if (downsample) {                                      // s = h2 + res
-    const Tensor3 res = downsample->forward(x);
-    s_ = h2 + res;
-  } else {
-    s_ = h2 + x;
-  }
+  a2_ = conv2.forward(dropout1.forward(relu(a1_)));      // a2 = conv2(h1), h1 = dropout1(relu(a1))
+  Tensor3 y = dropout2.forward(relu(a2_));               // h2 = dropout2(relu(a2)), then y in place
+  Tensor3 down;
+  if (downsample) down = downsample->forward(x);
+  const float* res = downsample ? down.data() : x.data();  // res = downsample(x) or x
+  s_.resize(y.shape());
+  float* py = y.data();
+  float* ps = s_.data();
+  parallel_for(y.size(), detail::kElementGrain, [&](std::size_t a, std::size_t b, std::size_t) {
+    for (std::size_t i = a; i < b; ++i) {
+      const float s = py[i] + res[i];                    // s = h2 + res
+      ps[i] = s;
+      py[i] = detail::relu1(s);                          // y = relu(s)
+    }
+  });
   cached_ = true;
-  return relu(s_);                                       // y = relu(s)
+  return y;
 }
 
 Tensor3 TemporalBlock::backward(const Tensor3& dy) {
@@ -76,14 +85,42 @@ Tensor3 TemporalBlock::backward(const Tensor3& dy) {
   if (dy.shape() != s_.shape())
     throw ShapeError("TemporalBlock.backward: dy has shape " + shape_string(dy.shape()) +
                      ", expected " + shape_string(s_.shape()));
-  const Tensor3 ds = relu_backward(s_, dy);                         // y = relu(s)
-  const Tensor3 da2 = relu_backward(a2_, dropout2.backward(ds));    // s = dropout2(relu(a2)) + res
-  const Tensor3 da1 = relu_backward(a1_, dropout1.backward(conv2.backward(da2)));  // a2 = conv2(h1)
+  const std::size_t n = dy.size();
+  // y = relu(s): ds = dy·[s > 0]; with dropout2 the identity, da2 = ds·[a2 > 0] in the same pass
+  // (s = relu(a2) + res), else after dropout2's backward.
+  Tensor3 ds(dy.shape());
+  Tensor3 da2;
+  const bool fused = dropout2.last_was_identity();
+  if (fused) da2 = Tensor3(dy.shape());
+  {
+    const float* pdy = dy.data();
+    const float* ps = s_.data();
+    const float* pa2 = a2_.data();
+    float* pds = ds.data();
+    float* pda2 = fused ? da2.data() : nullptr;
+    parallel_for(n, detail::kElementGrain, [&](std::size_t a, std::size_t b, std::size_t) {
+      for (std::size_t i = a; i < b; ++i) {
+        const float d = detail::relu_grad1(ps[i], pdy[i]);
+        pds[i] = d;
+        if (pda2) pda2[i] = detail::relu_grad1(pa2[i], d);
+      }
+    });
+  }
+  if (!fused) da2 = relu_backward(a2_, dropout2.backward(ds));
+  // a2 = conv2(h1), h1 = dropout1(relu(a1)): da1 = dropout1'(dh1)·[a1 > 0], in place
+  Tensor3 da1 = conv2.backward(da2);
+  if (!dropout1.last_was_identity()) da1 = dropout1.backward(da1);
+  {
+    const float* pa1 = a1_.data();
+    float* pd = da1.data();
+    parallel_for(n, detail::kElementGrain, [&](std::size_t a, std::size_t b, std::size_t) {
+      for (std::size_t i = a; i < b; ++i) pd[i] = detail::relu_grad1(pa1[i], pd[i]);
+    });
+  }
   Tensor3 dx = conv1.backward(da1);                                 // a1 = conv1(x)
-  if (downsample)                                                   // res = downsample(x) or x
-    dx += downsample->backward(ds);
-  else
-    dx += ds;
+  // res = downsample(x) or x
+  const Tensor3 dres = downsample ? downsample->backward(ds) : Tensor3();
+  detail::add_floats(dx.data(), downsample ? dres.data() : ds.data(), dx.size(), dx.data());
   return dx;
 }
 

@@ -69,6 +69,8 @@ class Conv1d : public Module {
   /// x [B, T, in] -> y [B, T, out] (formula above). Caches a copy of x for backward; any T >= 0.
   /// Throws ShapeError if x is not [*, *, in] or a parameter has the wrong shape.
   Tensor3 forward(const Tensor3& x);
+  /// As forward(const&), on an input the caller gives up: x itself becomes the cache (no copy).
+  Tensor3 forward(Tensor3&& x);
   /// dy [B, T, out] -> dx [B, T, in]. ADDS into weight.grad (or weight_g/weight_v grads under
   /// weight norm) and bias.grad. Throws std::logic_error before any forward, ShapeError if dy is
   /// not [B, T, out] for the B, T of the last forward.
@@ -108,6 +110,7 @@ class Conv1d : public Module {
  private:
   void check_parameters() const;
   void pack_weight();  // weight (from g, v if weight norm) -> wp_, wq_
+  Tensor3 forward_cached();  // the forward on x_ (cached by either forward), weights packed
   // src [B_, T_, w] -> cols [r1 − r0, k·w]: cols[r − r0, j·w + c] = src[b, t + off + j·step, c]
   // for the rows r = b·T_ + t in [r0, r1), 0 outside the sequence.
   void unfold(const float* src, std::size_t w, long off, long step, std::size_t r0, std::size_t r1,

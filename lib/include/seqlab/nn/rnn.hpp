@@ -14,6 +14,10 @@
 // activated in place (so the cache holds only h_0..h_T; act' is taken from the output:
 // tanh' = 1 - h², relu' = [h > 0]). Backward: per step one GEMM for dh_{t-1}; dW_ih, dW_hh and the
 // input gradient are one GEMM each over all T·B rows. Buffers are reused between calls.
+// For a batch of at least half a SIMD tile (B >= 8 with AVX2, 16 with AVX-512) the per-step
+// products run transposed, with the batch as the columns (preᵀ += W_hh h_{t-1}ᵀ and
+// W_hhᵀ dpre_tᵀ, lib/src/nn/step_gemm.hpp: W_hh read in place, no per-call packing), between two
+// [B, H] transposes per step; smaller batches (decoding, B = 1) call OpenBLAS per step.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -75,6 +79,7 @@ class RNN : public RecurrentBase {
   Nonlinearity nonlinearity_;
   Tensor3 final_;  // [L, B, H]
   Tensor3 dh0_;    // [L, B, H]
+  std::vector<float> step_scratch_;  // two [H, w] blocks of the transposed steps (rnn.cpp)
 };
 
 }  // namespace seqlab
