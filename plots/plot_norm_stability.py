@@ -23,7 +23,11 @@ seed: the learning-rate sensitivity and the largest stable learning rate under b
 A figure whose study is absent from the CSVs is skipped with a note. Exits 2 naming a missing or
 malformed file or column.
 
-verdicts(results_dir) returns one row per sub-claim (the report contract of plots/make_report.py).
+verdicts(results_dir) returns one row per sub-claim (the report contract of plots/make_report.py;
+sub-claim 4 in two rows, in distribution and under a shift). When the sibling directory
+results_dir + "_confirm" holds a merged run (the warm-up study on fresh seeds, README.md
+"Confirmation of rule 6 on fresh seeds"), the warm-up row adds the verdict of the same rule on
+its seeds that results_dir does not have.
 """
 import csv
 import math
