@@ -992,7 +992,7 @@ def verdict_warmup(d):
             f"on the depth' when one depth holds and another fails. Beside it (not counted): the same "
             f"differences on the mean capped loss (co-primary, reported), and the largest stable learning rate "
             f"under two stall criteria, in grid steps against ±{LR_STEP_MARGIN:g}. Revised after the standard "
-            f"run's seeds 0-4 were seen; confirmed on fresh seeds 5-9 by the same rule, fixed before they ran")
+            f"run's seeds 0-4 were seen; checked on fresh seeds 5-9 by the same rule, fixed before they ran")
     rows = d.study("warmup")
     n, seed_note = _seed_note(d)
     if not rows or {r["norm_placement"] for r in rows} != {"pre", "post"}:
