@@ -410,6 +410,25 @@ def at_floor(d, task, enc, variant, ratios, mode):
     return all(sv.at_floor([v], b, TEXT_MARGIN if lm else LEVEL_ACC, higher_is_better=not lm) for v, b in pairs)
 
 
+LEARNED_SHARE = 0.5  # accuracy tasks: a model has learned the task at 1x when it covers this share of
+                     # the distance from the baseline to accuracy 1
+
+
+def not_learned(d, task, enc, variant, mode):
+    """Accuracy tasks: (True, text) when the arm's mean 1x accuracy covers less than LEARNED_SHARE of
+    the distance from the baseline to 1 — a flat curve beyond L_train then says nothing about
+    extrapolation; (False, text) otherwise; (None, '') for text or missing data."""
+    if is_lm(task):
+        return None, ""
+    v, b = mean_level(d["eval"], task, enc, variant, 1, mode), baseline_at(d["eval"], task, 1, mode)
+    if math.isnan(v) or math.isnan(b):
+        return None, ""
+    need = b + LEARNED_SHARE * (1 - b)
+    return v < need, (f"{enc} at 1x: accuracy {v:.3f}, below {need:.3f} (the baseline {b:.3f} plus "
+                      f"{LEARNED_SHARE:g} of the distance to 1): the task was not learned, so a flat curve "
+                      "beyond L_train says nothing about extrapolation")
+
+
 def at_ceiling(d, task, enc, variant, ratios, mode):
     """Every length's mean within LEVEL_ACC of accuracy 1 (text: n.a.)."""
     if is_lm(task):
@@ -594,11 +613,19 @@ def trained_rows(d, task):
             if not lm:
                 eff = ss.mean_interval([-x for x in deg.values()], what="alibi: accuracy beyond L_train minus 1x",
                                        method=f"t over {len(deg)} seeds")
+            test = "t over seeds of the per-seed change from 1x to beyond L_train (mean over the longer lengths)"
+            unlearned, why = not_learned(d, task, "alibi", "zero_shot", md)
+            if unlearned:
+                parts.append((task, sv.measured(sv.FLOOR, why, test=test, effect=eff.text(3, unit),
+                                                margin=f"±{m:g} {unit}",
+                                                checks=dict(ceiling="no", floor="yes", converged="n.a.",
+                                                            controls="n.a."))))
+                continue
             parts.append((md.replace("_", "-") if lm else task, sv.decide(
                 eff, m, sv.NO_WORSE, unit=unit, floor=at_floor(d, task, "alibi", "zero_shot", [1], md),
                 ceiling=None, moving_up=state(d, task, "alibi", "zero_shot"),
                 level_margin=TEXT_MARGIN if lm else LEVEL_ACC, levels=levels_text(d, task, "alibi", "zero_shot", ratios, md),
-                test="t over seeds of the per-seed change from 1x to beyond L_train (mean over the longer lengths)")))
+                test=test)))
         v = parts[0][1] if len(parts) == 1 else sv.combine(parts, condition="the evaluation mode")
         out.append(v.row(
             claim=f"ALiBi's {'perplexity' if lm else 'accuracy'} stays flat or improves beyond the training length ({task})",
@@ -609,7 +636,9 @@ def trained_rows(d, task):
                    "the early-token curse)",
             rule=f"NO_WORSE: per seed, 1x minus the mean beyond L_train over {beyond[0]}x..{R}x (positive = better), t "
                  f"over seeds: holds if the interval lies above −{m:g} {unit}, fails if below, inconclusive if it "
-                 "straddles; text per evaluation mode, combined ('depends on the evaluation mode' if they differ)"))
+                 "straddles; text per evaluation mode, combined ('depends on the evaluation mode' if they differ); "
+                 f"accuracy tasks: floor (not learned) when ALiBi's 1x accuracy covers less than {LEARNED_SHARE:g} "
+                 "of the distance from the baseline to 1"))
 
     # 6. PI keeps its in-window quality after fine-tuning (Chen et al.).
     if has_arm(evals, task, "rope_pi", "finetuned"):

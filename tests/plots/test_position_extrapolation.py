@@ -131,6 +131,14 @@ def main():
             return header, body
         rewrite_csv(steps_csv, flat_curves)
         check(verdict("ALiBi's accuracy stays flat")["verdict"] == "fails", "alibi falling, converged: fails")
+        # Flat beyond L_train holds only for a model that learned the task at 1x: flat at 0.8 (baseline 0.2)
+        # holds; flat at 0.3 covers less than half the distance from the baseline to 1: floor (not learned).
+        rewrite_csv(eval_csv, set_acc("alibi", {1: 0.8, 2: 0.8}))
+        check(verdict("ALiBi's accuracy stays flat")["verdict"] == "holds", "alibi flat, learned, converged: holds")
+        rewrite_csv(eval_csv, set_acc("alibi", {1: 0.3, 2: 0.3}))
+        got = verdict("ALiBi's accuracy stays flat")
+        check(got["verdict"] == "inconclusive: floor" and "not learned" in got["reason"],
+              f"alibi flat but not learned: {got['verdict']}: {got.get('reason')}")
         rewrite_csv(eval_csv, set_acc("sinusoidal", {1: 1.0, 2: 0.6}))
         check(verdict("Sinusoidal encodings fail")["verdict"] == "holds", "sinusoidal falling, converged: holds")
         check(verdict("Rotary (RoPE) degrades less")["verdict"] == "holds", "rope flatter, converged: holds")
