@@ -21,7 +21,12 @@ are recognised from the arms present, each a group of arms that differ in one fi
   n_heads:      the same (task, arch, qk = separate, overrides) with >= 2 values of n_heads, one 1;
   architecture: the same (task, qk = separate, n_heads, overrides) with >= 2 architectures;
   positions:    the same arm but for the override positional_encoding (Vaswani et al. row E);
-  pruning:      every arm with rows in the pruning table.
+  pruning:      every arm with rows in the pruning table, judged per task family on the models
+                that are neither at the ceiling nor at the floor (the others are listed as not
+                informative), then across the families.
+Claim texts name no sizes (d_model, sequence length, arm overrides): those are in the measured
+column, so that the same sub-claim has the same text at every scale (make_report.py pairs the
+quick and standard rows by their text).
 Older CSVs without the optional columns (ref_d_model, forward_macs, ...) still load.
 """
 import math
@@ -114,6 +119,27 @@ def parse_arm(text):
 
 def ov_text(ov):
     return ", ".join(f"{k} {v}" for k, v in ov) if ov else "the config's defaults"
+
+
+def size_text(r0, ov):
+    """The setting an arm was measured at, for the measured column: 'd_model 64, 2 layers, seq_len
+    32, 3000 updates; arm overrides: ...' (the columns the CSV has; older CSVs lack some)."""
+    def val(k):
+        v = r0.get(k)
+        try:
+            v = float(v)
+        except (TypeError, ValueError):
+            return None
+        return None if math.isnan(v) else int(v)
+    d = val("ref_d_model") or val("d_model")
+    parts = [f"d_model {d}" if d else None,
+             f"{val('num_layers')} layers" if val("num_layers") else None,
+             f"seq_len {val('seq_len')}" if val("seq_len") else None,
+             f"{val('steps')} updates" if val("steps") else None]
+    txt = ", ".join(p for p in parts if p)
+    if ov:
+        txt += ("; " if txt else "") + "arm overrides: " + ov_text(ov)
+    return txt or "the config's defaults"
 
 
 def load(res):
@@ -343,10 +369,11 @@ def qk_rows(idx, arms, seeds):
             continue
         t, a, h, ov = rest
         ks = by_qk["separate"]
-        where = f"{TASK_LABEL.get(t, t)}, {ARCH_LABEL.get(a, a)}, {h} heads, {ov_text(ov)}"
+        where = f"{TASK_LABEL.get(t, t)}, {ARCH_LABEL.get(a, a)}, {h} heads"
         params = "; ".join(f"{QK_LABEL[q]} {int(arms.first(by_qk[q])['n_params'])} parameters"
                            for q in QK_ORDER if q in by_qk)
-        meas = "; ".join(f"{QK_LABEL[q]}: {arm_summary(idx[by_qk[q]], t)}" for q in QK_ORDER if q in by_qk)
+        meas = f"at {size_text(arms.first(ks), ov)}: " + "; ".join(
+            f"{QK_LABEL[q]}: {arm_summary(idx[by_qk[q]], t)}" for q in QK_ORDER if q in by_qk)
         if "shared" in by_qk:
             kb = by_qk["shared"]
             if t in ASYMMETRIC:
@@ -399,10 +426,9 @@ def heads_rows(idx, arms, seeds):
         v = arms.compare(by_h[ref], by_h[1], sv.GREATER, f"{ref} heads", "1 head")
         per_h = "; ".join(f"{h} heads (d_k {int(d_model) // h}): {arm_summary(idx[by_h[h]], t)}" for h in hs)
         out.append(v.row(
-            claim=f"Several heads beat one at fixed d_model = {int(d_model)} ({TASK_LABEL.get(t, t)}, "
-                  f"{ARCH_LABEL.get(a, a)}, {ov_text(ov)}: {ref} heads vs 1)",
-            measured=f"{per_h}; {ref} heads vs 1, {arms.speed(by_h[ref], by_h[1])} ({seeds} seeds; the learning "
-                     "rate chosen per head count)",
+            claim=f"Several heads beat one at fixed d_model ({TASK_LABEL.get(t, t)}, {ARCH_LABEL.get(a, a)})",
+            measured=f"at {size_text(arms.first(by_h[1]), ov)}: {per_h}; {ref} heads vs 1, "
+                     f"{arms.speed(by_h[ref], by_h[1])} ({seeds} seeds; the learning rate chosen per head count)",
             anchor=ANCHOR_HEADS,
             rule=f"{ref} heads (head size 16, else the largest count <= 8) vs 1: " + rule(sv.GREATER, t)))
     return out
@@ -422,57 +448,106 @@ def pe_rows(idx, arms, seeds):
         v = arms.compare(k, base, sv.EQUAL, "learned", "sinusoidal")
         out.append(v.row(
             claim=f"Learned and sinusoidal positions perform alike ({TASK_LABEL.get(t, t)}, {ARCH_LABEL.get(k[1], k[1])}, "
-                  f"{k[3]} heads, {ov_text(base[4])})",
-            measured=f"learned: {arm_summary(idx[k], t)}; sinusoidal: {arm_summary(idx[base], t)} ({seeds} seeds)",
+                  f"{k[3]} heads)",
+            measured=f"at {size_text(arms.first(base), base[4])}: learned: {arm_summary(idx[k], t)}; sinusoidal: "
+                     f"{arm_summary(idx[base], t)} ({seeds} seeds)",
             anchor=ANCHOR_PE, rule="learned vs sinusoidal: " + rule(sv.EQUAL, t)))
     return out
 
 
+def model_end(task, r0, full_level, meta):
+    """Whether a trained model is at an end of its task's scale, where pruning it says nothing
+    about heads: 'ceiling' if its test metric is within the margin of the optimum (a saturated task
+    leaves spare heads that only the easy task creates), 'floor' if within the margin of the
+    baseline or below it (a model that learned nothing has no heads to spare), else None."""
+    _, higher, margin, _ = metric(task)
+    if higher:
+        ceiling = sv.at_ceiling([full_level], r0["best_accuracy"], margin)
+        floor = sv.at_floor([full_level], floor_accuracy(task, r0, meta), margin)
+    else:
+        ceiling = sv.at_ceiling([full_level], r0["optimal_loss"], margin, higher_is_better=False)
+        floor = sv.at_floor([full_level], r0["chance_loss"], margin, higher_is_better=False)
+    return "ceiling" if ceiling else ("floor" if floor else None)
+
+
 def prune_rows(idx, prune, arms, seeds):
-    """The pruning rows: per arm with pruning data, the test metric with the least important
-    PRUNE_FRACTION of heads removed against the full model (non-inferiority)."""
-    out = []
+    """The pruning rows (Michel et al. 2019): per model with pruning data, the test metric with the
+    least important PRUNE_FRACTION of its heads removed against the full model, paired per seed
+    (non-inferiority); only models off both ends of the task's scale count (model_end), the
+    others are listed as not informative with the reason. One row per task family (its models'
+    verdicts combined: 'depends on the model' when they disagree), then one row across the
+    families ('depends on the task' when they disagree). A family without an informative model
+    has no row of its own; it is named in the last row."""
     by_arm = defaultdict(lambda: defaultdict(dict))
     for r in prune:
         by_arm[r["arm"]][r["fraction"]][r["seed"]] = r
     keys = {next(iter(v.values()))["arm"]: k for k, v in idx.items()}
+    parts = defaultdict(list)       # task -> [(model label, Verdict, measured text)]
+    skipped = defaultdict(list)     # task -> [text]
+    first = {}                      # task -> its first model's key (the setting's text)
     for arm in sorted(by_arm, key=lambda a: (task_rank(keys[a][0]), keys[a]) if a in keys else (99, ())):
         if arm not in keys or PRUNE_FRACTION not in by_arm[arm]:
             continue
         key = keys[arm]
         t = key[0]
+        first.setdefault(t, key)
         col, higher, margin, unit = metric(t)
         pcol, fcol = col, "full_" + col
         at = by_arm[arm][PRUNE_FRACTION]
         r0 = arms.first(key)
+        label = (f"{ARCH_LABEL.get(key[1], key[1])}, {QK_LABEL.get(key[2], key[2])} W_Q/W_K, {key[3]} heads"
+                 + (f", {ov_text(key[4])}" if key[4] else ""))
+        lv = [st.mean_ci95([r[c] for r in at.values()])[0] for c in (pcol, fcol)]
+        end = model_end(t, r0, lv[1], arms.meta)
+        name = col.replace("_", " ")
+        if end:
+            ref = ("the optimum " + f"{(r0['best_accuracy'] if higher else r0['optimal_loss']):.3g}" if end == "ceiling"
+                   else "the baseline " + f"{(floor_accuracy(t, r0, arms.meta) if higher else r0['chance_loss']):.3g}")
+            skipped[t].append(f"{label}: full model {name} {lv[1]:.3f}, within {margin:g} of {ref} ({end}; "
+                              f"pruned {lv[0]:.3f})")
+            continue
         sign = 1 if higher else -1
         pruned = {s: sign * r[pcol] for s, r in at.items()}
         full = {s: sign * r[fcol] for s, r in at.items()}
         eff = ss.paired_difference(pruned, full, what=(f"pruned − full, test accuracy" if higher else
                                                        "loss of the full model − loss pruned (positive: pruned better)"))
-        lv = [st.mean_ci95([r[c] for r in at.values()])[0] for c in (pcol, fcol)]
-        if higher:
-            ceiling = sv.at_ceiling(lv, r0["best_accuracy"], margin)
-            floor = sv.at_floor(lv, floor_accuracy(t, r0, arms.meta), margin)
-        else:
-            ceiling = sv.at_ceiling(lv, r0["optimal_loss"], margin, higher_is_better=False)
-            floor = sv.at_floor(lv, r0["chance_loss"], margin, higher_is_better=False)
-        v = sv.decide(eff, margin, sv.NO_WORSE, unit=unit, ceiling=ceiling, floor=floor, controls=True,
+        v = sv.decide(eff, margin, sv.NO_WORSE, unit=unit, ceiling=False, floor=False, controls=True,
                       levels=f"pruned {lv[0]:.3f}, full {lv[1]:.3f}")
         n_rm = int(next(iter(at.values()))["heads_removed"])
         n_all = int(next(iter(at.values()))["heads_total"])
         levels = "; ".join(
             f"{f:g}: {fmt_mean([r[pcol] for r in by_arm[arm][f].values()])}" for f in sorted(by_arm[arm]))
+        parts[t].append((label, v, f"{label} (the {n_rm} least important of {n_all} heads): full {name} "
+                                   f"{lv[1]:.3f}, after removing a share of the heads {levels}"))
+    rule_text = (f"per model off both ends of the task's scale (the full model's test metric farther than the margin "
+                 f"from the optimum and from the baseline), pruned ({PRUNE_FRACTION:g} of the heads, least important "
+                 "first; importance = validation loss increase when the head alone is masked) vs the full model, "
+                 "paired per seed: " + VERBS_NO_WORSE.format(m=ACC_MARGIN) + " (accuracy; loss tasks ±"
+                 f"{LOSS_MARGIN:g} nats); a family's models combined (depends on the model when they disagree)")
+    out, fam = [], []
+    for t in sorted(set(parts) | set(skipped), key=task_rank):
+        not_inf = (f"; not informative: {'; '.join(skipped[t])}" if skipped[t] else "")
+        if not parts[t]:
+            continue
+        ps = [(lab, v) for lab, v, _ in parts[t]]
+        v = ps[0][1] if len(ps) == 1 else sv.combine(ps, condition="the model")
+        fam.append((TASK_LABEL.get(t, t), v))
         out.append(v.row(
-            claim=f"Half of the heads can be removed at test time with little loss ({TASK_LABEL.get(t, t)}, "
-                  f"{ARCH_LABEL.get(key[1], key[1])}, {QK_LABEL.get(key[2], key[2])} W_Q/W_K, {key[3]} heads, "
-                  f"{ov_text(key[4])}: the {n_rm} least important of {n_all})",
-            measured=f"full model {col.replace('_', ' ')} {fmt_mean(list(full.values()) if higher else [-x for x in full.values()])}; "
-                     f"after removing a share of the heads (least important first, importance = validation loss "
-                     f"increase when the head alone is masked): {levels} ({seeds} seeds)",
+            claim=f"Half of the heads can be removed at test time with little loss ({TASK_LABEL.get(t, t)})",
+            measured=f"at {size_text(arms.first(first[t]), ())}: " + "; ".join(m for _, _, m in parts[t]) + f"{not_inf} ({seeds} seeds)",
+            anchor=ANCHOR_PRUNE, rule=rule_text))
+    if fam:
+        v = fam[0][1] if len(fam) == 1 else sv.combine(fam, condition="the task")
+        none = [f"{TASK_LABEL.get(t, t)} ({'; '.join(skipped[t])})" for t in sorted(skipped, key=task_rank)
+                if not parts[t]]
+        out.append(v.row(
+            claim="Half of the heads can be removed at test time with little loss (across task families)",
+            measured="; ".join(f"{lab}: {x.text}" for lab, x in fam)
+                     + (f"; families without an informative model (every model at the ceiling or the floor, "
+                        f"not counted): {'; '.join(none)}" if none else "") + f" ({seeds} seeds)",
             anchor=ANCHOR_PRUNE,
-            rule=(f"pruned ({PRUNE_FRACTION:g} of the heads) vs the full model, paired per seed: "
-                  + VERBS_NO_WORSE.format(m=margin) + "; ceiling / floor as in the other rows")))
+            rule="the task families' verdicts above combined (holds if every family holds; depends on the task "
+                 "when some hold and some fail); " + rule_text))
     return out
 
 
@@ -486,12 +561,13 @@ def arch_rows(idx, arms, seeds):
         params = ", ".join(f"{ARCH_LABEL[a]} {int(arms.first(by_a[a])['n_params'])}" for a in archs)
         macs = ", ".join(f"{ARCH_LABEL[a]} {arms.first(by_a[a]).get('forward_macs', float('nan')) / 1e6:.2f}M"
                          for a in archs)
-        meas = "; ".join(f"{ARCH_LABEL[a]} {arm_summary(idx[by_a[a]], t)}" for a in archs)
+        meas = f"at {size_text(arms.first(by_a[archs[0]]), ov)}: " + "; ".join(
+            f"{ARCH_LABEL[a]} {arm_summary(idx[by_a[a]], t)}" for a in archs)
         if t == "reverse":
             seen = ", ".join(f"{ARCH_LABEL[a]} {fmt_mean([r['seen_test_accuracy'] for r in idx[by_a[a]].values()])}"
                              for a in archs)
             meas += f"; accuracy at the training lengths {seen}"
-        where = f"{h} heads, {ov_text(ov)}"
+        where = f"{h} heads"
         best = CLAIMED_ARCH.get(t)
         if best in by_a and len([a for a in archs if a in PARAM_MATCHED]) >= 2:
             parts = [(f"vs {ARCH_LABEL[o]}", arms.compare(by_a[best], by_a[o], sv.GREATER, ARCH_LABEL[best], ARCH_LABEL[o]))

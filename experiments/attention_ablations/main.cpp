@@ -13,8 +13,9 @@
 //                test-time head pruning (Michel et al. 2019);
 //   architecture encoder-only vs decoder-only vs prefix LM vs encoder-decoder (parameter- and
 //                compute-matched) on transduction, classification and continuation.
-// Every arm's learning rate is chosen from lr_grid by a pilot on the validation split
-// (experiment/tuning.hpp choose_lr), then the arm is trained with it.
+// Every arm's learning rate is chosen from lr_grid by a pilot on replicate 0's validation split,
+// once per arm and shared by its replicates (experiment/tuning.hpp shared_choose_lr), then every
+// replicate of the arm is trained with it.
 //
 // Models (models/ factory): token embedding + positions -> pre-norm layers -> linear head;
 // layouts, models and matching: arms.hpp; measurements: evaluation.hpp; training: TrainingPhase
@@ -39,6 +40,8 @@
 #include "seqlab/tasks/task.hpp"
 #include "seqlab/train/optimizer.hpp"
 #include "seqlab/train/schedule.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include "arms.hpp"
 #include "evaluation.hpp"
@@ -118,9 +121,15 @@ std::vector<OptionSpec> options() {
       int_option("steps", 800, "updates", "optimizer updates").at_least(1).at_most(1e9),
       real_option("lr", 3e-3, "1", "peak learning rate when lr_grid is none").greater_than(0),
       real_list_option("lr_grid", "none", "1",
-                       "learning rates of the pilot (choose_lr: lowest validation loss after pilot_steps); none: lr")
+                       "learning rates of the pilot (once per arm on replicate 0's streams; the rate whose "
+                       "trial reaches the lowest validation loss wins); none: lr")
           .empty_as("none").greater_than(0),
-      int_option("pilot_steps", 200, "updates", "updates of each pilot run").at_least(1).at_most(1e9),
+      int_option("pilot_steps", 200, "updates",
+                 "most updates of each pilot trial (validation loss every eval_every updates; the trial's score "
+                 "is the lowest)").at_least(1).at_most(1e9),
+      real_option("solved_loss", 0, "1",
+                  "pilot: a trial stops once its validation loss is at most solved_loss x the task's chance loss "
+                  "(0: never)").at_least(0).at_most(1),
       string_option("optimizer", "adam", "optimizer").one_of({"adam", "adamw", "sgd"}),
       real_option("weight_decay", 0, "1", "weight decay (L2 for adam/sgd, decoupled for adamw)").at_least(0),
       real_option("clip_norm", 1, "1", "max global gradient norm; 0 disables clipping").at_least(0),
@@ -193,23 +202,28 @@ void run_cell(const Cell& raw, CellOutput& out) {
   id.add("experiment", kName).add("arm", raw.get_string("arm")).add("task", arm.task).add("arch", arm.arch)
       .add("qk", arm.qk).add("n_heads", arm.n_heads).add("seed", raw.replicate);
 
-  auto make = [&] {
-    Rng init_rng(cell.stream_seed(kInitStream));
+  // A fresh model from the initialisation stream of `streams` (this cell, or replicate 0 for the
+  // pilot).
+  auto make = [&](const Cell& streams) {
+    Rng init_rng(streams.stream_seed(kInitStream));
     std::unique_ptr<SequenceModel> m = make_model(choice.cfg, init_rng);
     for (MultiheadAttention* a : self_attentions(*m)) a->set_mask_self(arm.qk == "shared_noself");
     return m;
   };
   CrossEntropyLoss ce(kIgnoreTarget);
-  // Trains `model` for `n` updates at peak rate `lr` as phase `name` (the same initialisation and
-  // training stream for every pilot and the run); `hook` (may be empty) is the window hook.
-  auto train = [&](SequenceModel& model, const std::string& name, double lr, int n, int every,
-                   const TrainingPhase::WindowHook& hook, int* steps_to_target) {
+  // Trains `model` for `n` updates at peak rate `lr` as phase `name` on batches of `data` drawn
+  // from the training stream of `streams` (the pilot: replicate 0's; the run: this cell's); `hook`
+  // (may be empty) is the window hook; `state` (may be null) is a value the hook changes, saved in
+  // checkpoints.
+  auto train = [&](SequenceModel& model, const Cell& streams, const ArmTask& data, const std::string& name,
+                   double lr, int n, int every, const TrainingPhase::WindowHook& hook, int* steps_to_target,
+                   double* state) {
     const std::vector<Parameter*> params = model.parameters();
     OptimizerConfig oc;
     oc.lr = static_cast<float>(lr);
     oc.weight_decay = cell.get_float("weight_decay");
     auto optim = make_optimizer(cell.get_string("optimizer"), params, oc);
-    Rng train_rng(cell.stream_seed(kTrainStream));
+    Rng train_rng(streams.stream_seed(kTrainStream));
     TrainingPhase phase(cell, out, &model, name);
     phase.steps(n).clip_norm(cell.get_real("clip_norm"))
         .label(name + " " + raw.get_string("arm") + " seed " + std::to_string(raw.replicate));
@@ -217,43 +231,72 @@ void run_cell(const Cell& raw, CellOutput& out) {
     // --checkpoint-every: the updates also change the training data stream (and steps_to_target).
     phase.state().add("train_rng", train_rng);
     if (steps_to_target) phase.state().add("steps_to_target", *steps_to_target);
+    if (state) phase.state().add("pilot_best", *state);
     return phase.run(params, *optim, schedule_for(cell, lr, n), [&](int /*step*/) {
-      const TaskBatch b = task.sample(batch, train_rng);
-      const Tensor3 logits = forward(model, task, b);
+      const TaskBatch b = data.sample(batch, train_rng);
+      const Tensor3 logits = forward(model, data, b);
       const double loss = ce.forward(rows_of(logits), ids_of(b.targets));
       model.backward(unrows(ce.backward(), logits.shape()[0], logits.shape()[1]));
       return loss;
     });
   };
 
-  // The learning rate: the pilot over lr_grid (choose_lr), or lr.
+  // The learning rate: the pilot over lr_grid, or lr. The pilot runs once per arm, on replicate
+  // 0's streams (its task, initialisation, training batches and validation set), and its choice is
+  // shared by the arm's replicates through <out>/pilots (shared_choose_lr), so every arm is tuned
+  // by the same procedure on data none of its test scores use. A trial trains a fresh model for at
+  // most pilot_steps updates (the arm's schedule over pilot_steps), evaluates the validation loss
+  // every eval_every updates and scores the lowest; it stops once that loss is at most solved_loss
+  // x the chance loss (the task is solved: a longer trial could not rank it lower in any way that
+  // matters). Scoring the best loss over a pilot of the order of the run, rather than the loss
+  // after a short pilot, keeps a rate that is fast at first and then stalls from beating one that
+  // solves the task later. A diverged trial scores +inf (never chosen).
   const std::vector<double> grid = cell.get_real_list("lr_grid");
   const int pilot_steps = grid.size() >= 2 ? cell.get_int32("pilot_steps") : 0;
   LrChoice lr{cell.get_real("lr"), 0, {}, false};
   if (grid.size() == 1) lr.lr = grid.front();
   if (grid.size() >= 2) {
+    Cell rep0 = cell;
+    rep0.replicate = 0;
+    rep0.seed = replicate_seed(cell.base_seed, 0);
+    const ArmTask task0(rep0, arm);
+    Rng valid0_rng(rep0.stream_seed(kValidStream));
+    const auto valid0 = task0.fixed_set(SetKind::valid, cell.get_size("val_batch"), valid0_rng);
+    const double solved = cell.get_real("solved_loss") * task0.spec().baseline_loss;
+    nlohmann::json group = raw.fingerprint(kName);
+    group["replicate"] = 0;
     std::size_t k = 0;
-    lr = choose_lr(grid, [&](double rate) {
-      std::unique_ptr<SequenceModel> m = make();
-      const PhaseResult r = train(*m, "pilot" + std::to_string(k++), rate, pilot_steps, 1, {}, nullptr);
-      return r.diverged ? std::numeric_limits<double>::infinity() : evaluate(*m, task, valid).loss;
+    lr = shared_choose_lr(cell, "lr pilot of " + group.dump(), grid, [&](double rate) {
+      std::unique_ptr<SequenceModel> m = make(rep0);
+      double best = std::numeric_limits<double>::infinity();
+      const PhaseResult r = train(*m, rep0, task0, "pilot" + std::to_string(k++), rate, pilot_steps,
+                                  cell.get_int32("eval_every"), [&](const TrainingWindow&) {
+        const double v = evaluate(*m, task0, valid0).loss;
+        if (std::isfinite(v) && v < best) best = v;
+        return solved > 0 && v <= solved;
+      }, nullptr, &best);
+      return r.diverged ? std::numeric_limits<double>::infinity() : best;
     });
+    for (std::size_t i = 0; i < grid.size(); ++i)
+      out.add_row(Row(id).add("lr", grid[i]).add("pilot_steps", pilot_steps).add("val_loss", lr.val_loss[i])
+                      .add("chosen", i == lr.index ? 1 : 0).add("all_diverged", lr.all_diverged ? 1 : 0),
+                  "lr_pilot");
   }
 
   // Curve: one row per eval_every updates (and after the last): the window's mean training loss,
   // then loss and accuracy on the fixed eval set; steps_to_target is the first evaluation step
   // whose accuracy reaches the target.
-  const std::unique_ptr<SequenceModel> model_ptr = make();
+  const std::unique_ptr<SequenceModel> model_ptr = make(cell);
   SequenceModel& model = *model_ptr;
   const AttentionDiagnostics init_diag = diagnose(model, task, probe);
   int steps_to_target = -1;
-  PhaseResult tr = train(model, "train", lr.lr, steps, cell.get_int32("eval_every"), [&](const TrainingWindow& w) {
+  PhaseResult tr = train(model, cell, task, "train", lr.lr, steps, cell.get_int32("eval_every"), [&](const TrainingWindow& w) {
     const Evaluation ev = evaluate(model, task, eval_set);
     if (steps_to_target < 0 && ev.accuracy >= target_accuracy) steps_to_target = w.step;
     out.add_row(Row(id).add("step", w.step).add("train_loss", w.mean_loss).add("eval_loss", ev.loss)
                     .add("eval_accuracy", ev.accuracy), "curve");
     return false;
-  }, &steps_to_target);
+  }, &steps_to_target, nullptr);
 
   const Evaluation ev = evaluate(model, task, test);  // eval mode after run()
   const Evaluation val = evaluate(model, task, valid);
@@ -330,6 +373,7 @@ int main(int argc, char** argv) {
              "prev_attention", "diverged", "diverged_step", "steps_done", "final_train_loss", "train_time_s"})},
       {"curve", with({"step", "train_loss", "eval_loss", "eval_accuracy"})},
       {"heads", with({"layer", "head", "valid_loss", "valid_loss_masked", "importance"})},
+      {"lr_pilot", with({"lr", "pilot_steps", "val_loss", "chosen", "all_diverged"})},
       {"pruning", with({"fraction", "heads_removed", "heads_total", "test_loss", "test_accuracy", "full_test_loss",
                         "full_test_accuracy"})},
   };

@@ -6,6 +6,7 @@
 #include "cli.hpp"
 #include "temp_dir.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -310,7 +311,7 @@ TEST_CASE("attention_ablations chooses the learning rate by a pilot and tests re
           "[integration][attention_ablations]") {
   TempDir d;
   const fs::path out = d.path / "res";
-  const Run a = run({"--arm=reverse:encoder:separate:2,reverse:prefix_lm:separate:2", "--seeds=1",
+  const Run a = run({"--arm=reverse:encoder:separate:2,reverse:prefix_lm:separate:2", "--seeds=2",
                      "--d_model=8", "--num_layers=2", "--vocab=8", "--reverse_min_len=3",
                      "--reverse_max_len=5", "--reverse_holdout=5", "--batch=4", "--steps=4",
                      "--warmup_steps=1", "--eval_every=2", "--eval_batch=4", "--val_batch=8",
@@ -319,12 +320,32 @@ TEST_CASE("attention_ablations chooses the learning rate by a pilot and tests re
   INFO(a.err);
   REQUIRE(a.code == 0);
   const Csv t = parse_csv(slurp(out / "attention_ablations.csv"));
-  REQUIRE(t.rows.size() == 2);
+  REQUIRE(t.rows.size() == 4);
+  // The pilot runs once per arm on replicate 0's streams: both replicates of an arm get the same
+  // rate and the same trial losses.
+  std::map<std::string, std::string> pilot_of;
+  for (const auto& r : t.rows) {
+    const std::string both = r.at("lr") + " | " + r.at("pilot_val_losses");
+    const auto [it, fresh] = pilot_of.emplace(r.at("arm"), both);
+    CHECK((fresh || it->second == both));
+  }
+  CHECK(pilot_of.size() == 2);
+  // The pilot table: one row per cell and rate, the chosen one flagged, matching the main table.
+  const Csv p = parse_csv(slurp(out / "attention_ablations_lr_pilot.csv"));
+  CHECK(p.rows.size() == 8);
+  for (const auto& row : p.rows) {
+    if (row.at("chosen") != "1") continue;
+    const auto m = std::find_if(t.rows.begin(), t.rows.end(), [&](const auto& r) {
+      return r.at("arm") == row.at("arm") && r.at("seed") == row.at("seed");
+    });
+    REQUIRE(m != t.rows.end());
+    CHECK(num(*m, "lr") == Approx(num(row, "lr")));
+  }
   for (const auto& r : t.rows) {
     INFO(r.at("arm"));
     CHECK(r.at("lr_grid") == "0.001 0.01");
     CHECK(r.at("pilot_steps") == "3");
-    // The chosen rate is the grid's value with the lowest validation loss after the pilot.
+    // The chosen rate is the grid's value with the lowest (best over the trial) validation loss.
     std::istringstream losses(r.at("pilot_val_losses"));
     double l0 = 0, l1 = 0;
     REQUIRE(losses >> l0 >> l1);

@@ -7,12 +7,16 @@ attention_ablations/: CSVs and meta.json of a real tiny run of the binary — d_
 Checks: every figure (PNG and PDF) is written; verdicts() returns well-formed rows, one per
 sub-claim the arms allow, with the verdicts the fixture's numbers imply (the symmetry is shown by
 construction; the 20-update heads arms sit at the floor); the rules on edited copies (ceiling,
-holds, fails in both senses, straddling, floor); MQAR's key-agnostic floor; a CSV without a column or
+holds, fails in both senses, straddling, floor); claim texts without sizes (the sizes in the
+measured column); the pruning rows on a written pruning table (one row per task family over the
+models off both ends, the at-ceiling and at-floor models listed as not informative and never
+deciding, 'depends on the task' across families); MQAR's key-agnostic floor; a CSV without a column or
 a missing CSV makes the script exit 2 naming it, and verdicts() raise DataError; the script runs
 from any directory.
 """
 import csv
 import os
+import re
 import sys
 import tempfile
 
@@ -57,7 +61,14 @@ def main():
         check(shared and max(shared) < 1e-5, "fixture's shared-QK logits are not symmetric")
         check(any("previous token" in c and "Separate W_Q, W_K beat" in c for c in claims), "no prev_token Q/K row")
         check(any("majority" in c and "not worse" in c for c in claims), "no majority control row")
-        check(any("Several heads beat one" in c and "2 heads vs 1" in c for c in claims), "no heads row")
+        heads_row = [v for v in rows if "Several heads beat one" in v["claim"]]
+        check(len(heads_row) == 1 and "2 heads vs 1" in heads_row[0]["measured"], f"no heads row: {heads_row}")
+        # Claim texts name no sizes (the quick and standard rows pair up by text): the sizes and
+        # the arms' overrides are in the measured column.
+        for v in rows:
+            check(not re.search(r"(d_model|seq_len|vocab|steps)\s*=?\s*\d", v["claim"]), f"size in claim: {v['claim']!r}")
+        check(all("d_model 8" in v["measured"] for v in rows if "symmetric" not in v["claim"]),
+              "the measured column does not state the size")
         check(any(c.startswith("encoder-decoder suits reverse") for c in claims), "no reverse arch row")
         check(any(c.startswith("decoder-only suits Markov LM") for c in claims), "no lm arch row")
         # The 20-update heads arms sit at chance (0.125): floor, not a verdict on heads.
@@ -102,6 +113,75 @@ def main():
                                ([0.125, 0.13, 0.12], [0.125, 0.125, 0.13], "inconclusive: floor")):
             rewrite_csv(path, set_acc(sep, shr))
             check(qk_verdict() == want, f"separate {sep} vs shared {shr}: {want} (got {qk_verdict()})")
+
+        # Pruning (Michel et al. 2019), on a pruning table written for the fixture's arms. Per arm,
+        # (full, pruned) accuracy per seed (loss for lm): prev_token separate off both ends and
+        # pruning costs nothing -> holds; prev_token shared at the ceiling and majority at the floor
+        # (chance 0.25) -> not informative, whatever their pruned values (here collapsing); reverse
+        # encoder off both ends, pruning costs 0.3 -> fails; lm decoder (loss) off both ends,
+        # pruning costs 0.005 nats -> holds.
+        pr = fresh(FIXTURE, tmp, "pruned")
+        table = {"prev_token:decoder:separate:2": ([0.60, 0.62, 0.58], [0.595, 0.615, 0.58]),
+                 "prev_token:decoder:shared:2": ([1.0, 1.0, 0.999], [0.2, 0.25, 0.3]),
+                 "majority:decoder:separate:2": ([0.26, 0.25, 0.255], [0.9, 0.9, 0.9]),
+                 "reverse:encoder:separate:2": ([0.70, 0.72, 0.69], [0.40, 0.42, 0.39]),
+                 "lm:decoder:separate:2": ([1.50, 1.52, 1.49], [1.505, 1.525, 1.495])}
+
+        def write_pruning(tab):
+            out = [["experiment", "arm", "task", "arch", "qk", "n_heads", "seed", "fraction", "heads_removed",
+                    "heads_total", "test_loss", "test_accuracy", "full_test_loss", "full_test_accuracy"]]
+            for arm, (full, pruned) in tab.items():
+                t, a, q, h = arm.split(":")
+                for s in range(3):
+                    lm = t == "lm"
+                    loss, acc = (pruned[s], 0.3) if lm else (1.0, pruned[s])
+                    floss, facc = (full[s], 0.3) if lm else (1.0, full[s])
+                    out.append([NAME, arm, t, a, q, h, s, 0.5, 2, 4, loss, acc, floss, facc])
+            write_rows(os.path.join(pr, NAME + "_pruning.csv"), out)
+
+        def prune_verdicts():
+            return [v for v in plot.verdicts(pr) if v["claim"].startswith("Half of the heads")]
+        write_pruning(table)
+        pv = prune_verdicts()
+        check_verdict_rows(pv)
+        fams = {v["claim"]: v for v in pv}
+        want = {"Half of the heads can be removed at test time with little loss (previous token)": "holds",
+                "Half of the heads can be removed at test time with little loss (reverse (transduction))": "fails",
+                "Half of the heads can be removed at test time with little loss (Markov LM continuation (generation))":
+                    "holds"}
+        for c, k in want.items():
+            check(c in fams and fams[c]["verdict"] == k, f"pruning row {c!r}: want {k}, got "
+                                                         f"{fams[c]['verdict'] if c in fams else 'no row'}")
+        check(not any("majority" in c for c in fams), f"majority has only a floor model, yet a row: {list(fams)}")
+        check(not any(v["kind"] in ("inconclusive: ceiling", "inconclusive: floor") for v in pv),
+              f"a pruning row at the ceiling or floor: {[v['verdict'] for v in pv]}")
+        prev = fams.get("Half of the heads can be removed at test time with little loss (previous token)", {})
+        check("shared W_Q/W_K, 2 heads: full model test accuracy 1.000" in prev.get("measured", "")
+              and "(ceiling" in prev.get("measured", ""), f"the ceiling model is not listed: {prev.get('measured')}")
+        across = fams.get("Half of the heads can be removed at test time with little loss (across task families)")
+        check(across is not None and across["verdict"].startswith("depends on the task")
+              and "fails for reverse" in across["verdict"], f"across families: {across and across['verdict']}")
+        check(across is not None and "majority" in across["measured"] and "floor" in across["measured"],
+              f"the family with only a floor model is not named: {across and across['measured']}")
+        # The not-informative models never decide: the same rows when their pruned values change.
+        table2 = dict(table)
+        table2["prev_token:decoder:shared:2"] = ([1.0, 1.0, 0.999], [1.0, 1.0, 0.999])
+        write_pruning(table2)
+        check([v["verdict"] for v in prune_verdicts()] == [v["verdict"] for v in pv],
+              "an at-ceiling model changed a pruning verdict")
+        # The shared model off the ceiling and losing 0.4 when pruned: now informative, and its
+        # family's models disagree -> 'depends on the model'.
+        table3 = dict(table)
+        table3["prev_token:decoder:shared:2"] = ([0.7, 0.72, 0.71], [0.3, 0.32, 0.31])
+        write_pruning(table3)
+        pv3 = {v["claim"]: v["verdict"] for v in prune_verdicts()}
+        fam3 = pv3.get("Half of the heads can be removed at test time with little loss (previous token)", "")
+        check(fam3.startswith("depends on the model"), f"previous token with one holding and one failing model: {fam3}")
+        # Every model at the ceiling: no row for the family, no ceiling verdict anywhere.
+        table4 = {"prev_token:decoder:separate:2": ([1.0, 1.0, 1.0], [1.0, 1.0, 1.0]),
+                  "prev_token:decoder:shared:2": ([1.0, 1.0, 0.999], [0.99, 1.0, 1.0])}
+        write_pruning(table4)
+        check(prune_verdicts() == [], f"only at-ceiling models, yet pruning rows: {prune_verdicts()}")
 
         # MQAR's floor is the key-agnostic predictor's accuracy (the most frequent context value),
         # computed from meta.json's mqar_pairs and vocab: 1381/4096 at 4 pairs over 16 values, the
