@@ -30,6 +30,7 @@ results_dir + "_confirm" holds a merged run (the warm-up study on fresh seeds, R
 its seeds that results_dir does not have.
 """
 import csv
+import dataclasses
 import math
 import os
 import sys
@@ -67,20 +68,32 @@ GRAD_SLOPE = 0.05      # ln(gradient norm) per layer, Post − Pre
 class Data:
     """The CSVs, parsed: numbers as floats, keys as strings."""
 
-    def __init__(self, res):
+    def __init__(self, res, studies_only=None):
+        """studies_only: the caller reads only these studies (e.g. the warm-up confirmation run), so the
+        tables the other studies fill (evaluation, pilots) may have a header and no rows."""
         self.res = res
         path = lambda t: os.path.join(res, NAME + t + ".csv")  # noqa: E731
-        self.main = self._parse(st.read_csv(path(""), MAIN_COLS), path(""),
+        if studies_only is not None:
+            def read(p, cols):
+                try:
+                    return st.read_csv(p, cols)
+                except st.DataError as e:
+                    if str(e).endswith("no data rows"):
+                        return []
+                    raise
+        else:
+            read = st.read_csv
+        self.main = self._parse(read(path(""), MAIN_COLS), path(""),
                                 NUM_IDS + ["steps", "examples", "initial_loss", "baseline_loss", "diverged",
                                            "failed", "final_train_loss", "valid_loss", "mu_dev_late",
                                            "var_dev_late", "pad_mean_shift_late", "n_params"])
-        self.steps = self._parse(st.read_csv(path("_steps"), STEP_COLS), path("_steps"),
+        self.steps = self._parse(read(path("_steps"), STEP_COLS), path("_steps"),
                                  NUM_IDS + ["step", "loss", "pad_share", "mu_dev", "var_dev"])
-        self.evals = self._parse(st.read_csv(path("_eval"), EVAL_COLS), path("_eval"),
+        self.evals = self._parse(read(path("_eval"), EVAL_COLS), path("_eval"),
                                  NUM_IDS + ["test_pad", "loss"])
-        self.pilot = self._parse(st.read_csv(path("_pilot"), PILOT_COLS), path("_pilot"),
+        self.pilot = self._parse(read(path("_pilot"), PILOT_COLS), path("_pilot"),
                                  NUM_IDS + ["trial_lr", "val_loss", "chosen"])
-        self.grads = self._parse(st.read_csv(path("_init_grads"), GRAD_COLS), path("_init_grads"),
+        self.grads = self._parse(read(path("_init_grads"), GRAD_COLS), path("_init_grads"),
                                  NUM_IDS + ["layer", "grad_norm"])
         self.meta = st.read_meta(os.path.join(res, NAME + ".meta.json"))
 
@@ -967,7 +980,7 @@ def confirmation(results_dir, seen):
     cdir = results_dir.rstrip("/" + os.sep) + CONFIRM_SUFFIX
     if not os.path.isfile(os.path.join(cdir, NAME + ".csv")):
         return None
-    c = Data(cdir)
+    c = Data(cdir, studies_only=("warmup",))
     fresh = sorted({int(r["seed"]) for r in c.study("warmup")} - set(seen))
     if not fresh:
         return None
@@ -1006,8 +1019,11 @@ def verdict_warmup(d):
     conf = confirmation(d.res, seeds)
     if conf is not None:
         cv, cmeasured, fresh = conf
-        v.reason += (f"; confirmation on fresh seeds {fresh[0]}-{fresh[-1]} (rule fixed before they ran): "
-                     f"{cv.text} ({cv.reason})")
+        # The confirmation is the pre-registered test: it decides; the seeds the rule was revised on
+        # are exploratory and shown beside it.
+        v = dataclasses.replace(cv, reason=(
+            f"decided by the confirmation on fresh seeds {fresh[0]}-{fresh[-1]} (rule fixed before they "
+            f"ran): {cv.text} ({cv.reason}); exploratory seeds {min(seeds)}-{max(seeds)}: {v.text} ({v.reason})"))
         measured += (f". Confirmation on fresh seeds {', '.join(map(str, fresh))} "
                      f"({os.path.basename(d.res.rstrip('/' + os.sep)) + CONFIRM_SUFFIX}): " + cmeasured)
     return v.row(claim, measured + seed_note, anchor, rule)
