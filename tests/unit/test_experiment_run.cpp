@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <new>
@@ -265,6 +266,68 @@ TEST_CASE("keep drops grid points: the kept cells are renumbered, run and merged
   const auto none = run(spec, {"--config", ini.string(), "--list-cells"});
   CHECK(none.code == 2);
   CHECK_THAT(none.err, Catch::Contains("the grid has no cells"));
+}
+
+TEST_CASE("a grid-only key selects cells without changing the fingerprints of finished ones", "[experiment][run]") {
+  TempDir d;
+  const auto ini = write_ini(d.path, "c.ini", "n = 1,2,3\nseeds = 1\n");
+  ExperimentSpec spec = toy_spec();
+  spec.options.push_back(int_list_option("n_run", "all", "tokens", "values of n run").empty_as("all")
+                             .at_least(1).at_most(1000).selects_cells());
+  spec.keep = [](const Cell& c) {
+    const auto own = c.get_int_list("n_run");
+    return own.empty() || std::find(own.begin(), own.end(), c.get_int("n")) != own.end();
+  };
+  const fs::path out = d.path / "res";
+  const std::vector<std::string> base = {"--config", ini.string(), "--out", out.string(), "--quiet"};
+  auto first = base;
+  first.push_back("--n_run=1 2");
+  g_calls = 0;
+  REQUIRE(run(spec, first).code == 0);
+  CHECK(g_calls == 2);
+  // Widening the selection runs only the new cell: the finished two are reused as they are.
+  g_calls = 0;
+  const auto all = run(spec, base);
+  INFO(all.err);
+  REQUIRE(all.code == 0);
+  CHECK(g_calls == 1);
+  CHECK(count_lines(slurp(out / "toy.csv")) == 4);
+  // A key the cells' results depend on is not grid-only: changing it recomputes them.
+  g_calls = 0;
+  auto changed = base;
+  changed.push_back("--x=0.75");
+  REQUIRE(run(spec, changed).code == 0);
+  CHECK(g_calls == 3);
+  CHECK_THROWS_AS(int_sweep("s", {1}, "1", "a sweep").selects_cells(), std::logic_error);
+}
+
+TEST_CASE("a table's merge filter reduces the merged CSV and the cells keep every row", "[experiment][run]") {
+  TempDir d;
+  const auto ini = write_ini(d.path, "c.ini", "n = 1,2\nseeds = 2\ncurve_rows = 4\n");
+  ExperimentSpec spec = toy_spec();
+  spec.tables[1].merge_keep = [](const Cell& c, const std::vector<std::string>& f) {
+    return c.replicate == 0 && f[3] != "2";  // replicate 0, steps other than 2
+  };
+  const fs::path out = d.path / "res";
+  const auto r = run(spec, {"--config", ini.string(), "--out", out.string(), "--quiet"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const std::string curve = slurp(out / "toy_curve.csv");
+  CHECK(count_lines(curve) == 1 + 2 * 3);  // header + (n = 1, 2) x steps 1, 3, 4 of replicate 0
+  CHECK_THAT(curve, !Catch::Contains(",2,0.5\n"));
+  CHECK_THAT(curve, Catch::Contains("toy,2,0,3,"));
+  CHECK_THAT(curve, !Catch::Contains("toy,2,1,"));
+  CHECK(count_lines(slurp(out / "toy.csv")) == 5);  // the main table is complete
+  const auto meta = nlohmann::json::parse(slurp(out / "toy.meta.json"));
+  const auto& curve_meta = meta.at("tables").at("curve");
+  INFO(curve_meta.dump());
+  CHECK(curve_meta.at("rows") == 6);
+  CHECK(curve_meta.at("rows_in_cells") == 16);
+  CHECK_FALSE(meta.at("tables").at(kMainTable).contains("rows_in_cells"));
+  spec.tables[0].merge_keep = [](const Cell&, const std::vector<std::string>&) { return true; };
+  const auto main_filtered = run(spec, {"--config", ini.string(), "--out", out.string(), "--merge"});
+  CHECK(main_filtered.code == 1);
+  CHECK_THAT(main_filtered.err, Catch::Contains("main table cannot have a merge_keep filter"));
 }
 
 TEST_CASE("finished cells are skipped and force recomputes them", "[experiment][run]") {

@@ -444,6 +444,10 @@ void check_spec(const ExperimentSpec& spec) {
                            ": tables must declare the main table '" + kMainTable +
                            "' first, with its columns");
   }
+  if (spec.tables.front().merge_keep) {
+    throw std::logic_error("ExperimentSpec " + spec.name +
+                           ": the main table cannot have a merge_keep filter (it is merged whole)");
+  }
   (void)CellOutput(spec.tables);  // throws std::logic_error for bad names or column lists
 }
 

@@ -1,5 +1,6 @@
 #include "seqlab/experiment/grid.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <optional>
@@ -23,7 +24,9 @@ std::string Cell::label() const {
 
 nlohmann::json Cell::fingerprint(const std::string& experiment) const {
   nlohmann::json p = nlohmann::json::object();
-  for (const auto& [k, v] : params.entries()) p[k] = format_value(v);
+  for (const auto& [k, v] : params.entries())
+    if (std::find(grid_only_keys.begin(), grid_only_keys.end(), k) == grid_only_keys.end())
+      p[k] = format_value(v);
   return {{"experiment", experiment}, {"params", p}, {"base_seed", base_seed},
           {"replicate", replicate}};
 }
@@ -63,6 +66,9 @@ std::vector<Cell> build_grid(const std::vector<OptionSpec>& specs,
   cells.reserve(n);
   std::vector<std::string> sweep_keys;
   for (const auto* a : axes) sweep_keys.push_back(a->key);
+  std::vector<std::string> grid_only_keys;
+  for (const auto& s : specs)
+    if (s.grid_only) grid_only_keys.push_back(s.key);
   for (std::size_t idx = 0; idx < n; ++idx) {
     // Mixed-radix decomposition: replicate innermost, then the last sweep key, ..., first outermost.
     std::size_t rest = idx;
@@ -89,6 +95,7 @@ std::vector<Cell> build_grid(const std::vector<OptionSpec>& specs,
     c.base_seed = base_seed;
     c.seed = replicate_seed(base_seed, c.replicate);
     c.sweep_keys = sweep_keys;
+    c.grid_only_keys = grid_only_keys;
     cells.push_back(std::move(c));
   }
   return cells;

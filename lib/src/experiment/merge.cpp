@@ -19,6 +19,7 @@ int merge(const Invocation& inv, const ExperimentSpec& spec, const std::string& 
   const fs::path out(inv.out);
   const fs::path cells_dir = out / "cells";
   std::vector<nlohmann::json> stored;
+  std::vector<const Cell*> stored_cells;
   std::vector<std::size_t> missing, corrupt;
   std::string first_corrupt;
   for (const auto& c : inv.cells) {
@@ -31,6 +32,7 @@ int merge(const Invocation& inv, const ExperimentSpec& spec, const std::string& 
       corrupt.push_back(c.index);
     } else {
       stored.push_back(std::move(r.json));
+      stored_cells.push_back(&c);
     }
   }
   if (!missing.empty() || !corrupt.empty()) {
@@ -58,13 +60,17 @@ int merge(const Invocation& inv, const ExperimentSpec& spec, const std::string& 
   for (const auto& decl : spec.tables) {
     Table merged;
     merged.columns = decl.columns;
-    for (const auto& j : stored) {
-      const Table t = Table::from_json(j.at("tables").at(decl.name));
-      merged.rows.insert(merged.rows.end(), t.rows.begin(), t.rows.end());
+    std::size_t in_cells = 0;
+    for (std::size_t i = 0; i < stored.size(); ++i) {
+      const Table t = Table::from_json(stored[i].at("tables").at(decl.name));
+      in_cells += t.rows.size();
+      for (const auto& row : t.rows)
+        if (!decl.merge_keep || decl.merge_keep(*stored_cells[i], row)) merged.rows.push_back(row);
     }
     const std::string file =
         decl.name == kMainTable ? spec.name + ".csv" : spec.name + "_" + decl.name + ".csv";
     files[decl.name] = {{"file", file}, {"rows", merged.rows.size()}, {"columns", merged.columns}};
+    if (decl.merge_keep) files[decl.name]["rows_in_cells"] = in_cells;
     outputs.emplace_back(out / file, merged.to_csv());
     order.push_back(decl.name);
   }

@@ -146,6 +146,13 @@ OptionSpec OptionSpec::at_most_key(std::string other) const {
   return o;
 }
 
+OptionSpec OptionSpec::selects_cells() const {
+  if (sweep) throw std::logic_error("OptionSpec::selects_cells: sweep key '" + key + "' is a grid axis");
+  OptionSpec o = *this;
+  o.grid_only = true;
+  return o;
+}
+
 std::vector<std::string> OptionSpec::list_items(const std::string& text) {
   std::vector<std::string> out;
   std::size_t i = 0;

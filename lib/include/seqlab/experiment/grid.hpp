@@ -42,6 +42,7 @@ struct Cell {
   std::uint64_t seed = 0;      // replicate_seed(base_seed, replicate)
   Params params;               // every experiment key; sweep keys at this cell's value
   std::vector<std::string> sweep_keys;  // in grid order
+  std::vector<std::string> grid_only_keys;  // OptionSpec::grid_only keys: not in the fingerprint
   bool quiet = false;          // --quiet: run_cell should print nothing
   // Checkpoints inside the cell (--checkpoint-every), set by run_experiment for the cell it runs;
   // an experiment passes them to train_loop with cell_checkpoint (experiment.hpp).
@@ -79,8 +80,9 @@ struct Cell {
   /// "model=lstm T=10 seed=0": the sweep keys' values then the replicate (what --list-cells prints
   /// after the index).
   std::string label() const;
-  /// What identifies the result of this cell: experiment name, every key's value as text, the base
-  /// seed and the replicate (not the number of replicates, not --threads). A stored cell is reused
+  /// What identifies the result of this cell: experiment name, every key's value as text (except
+  /// the grid-only keys, which never change a cell's result), the base seed and the replicate (not
+  /// the number of replicates, not --threads). A stored cell is reused
   /// only if its fingerprint equals this one.
   nlohmann::json fingerprint(const std::string& experiment) const;
 };

@@ -90,6 +90,11 @@ struct OptionSpec {
   std::optional<ValueType> list_of;
   std::string empty_word;       // list keys: this text (e.g. "none") is the empty list; "" = none allowed
   std::string max_key;          // numeric keys: value <= this other numeric key of the same cell
+  /// Grid-only key (.selects_cells()): read only by ExperimentSpec::keep to choose which points of
+  /// the grid are cells, never by a cell's computation, so it is left out of Cell::fingerprint:
+  /// changing it adds or drops cells without invalidating the finished ones. A key a cell's
+  /// result depends on must not be declared so (its finished cells would be reused wrongly).
+  bool grid_only = false;
 
   OptionSpec at_least(double v) const;      // value >= v
   OptionSpec greater_than(double v) const;  // value > v
@@ -100,6 +105,8 @@ struct OptionSpec {
   /// Numeric keys and lists of numbers (every element): value <= the cell's value of the numeric
   /// key `other` (checked per cell).
   OptionSpec at_most_key(std::string other) const;
+  /// Declares a grid-only key (grid_only above). Not for sweep keys (std::logic_error).
+  OptionSpec selects_cells() const;
   bool is_list() const { return list_of.has_value(); }
   /// List keys: the elements of a (checked) value's text.
   static std::vector<std::string> list_items(const std::string& text);

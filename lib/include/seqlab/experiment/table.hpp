@@ -16,6 +16,7 @@
 //   out.add_row(Row(id).add("test_loss", 0.0123).add("train_time_s", 3.2));
 //   out.add_row(Row(id).add("step", 100).add("train_loss", 0.5), "steps");
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <type_traits>
@@ -76,11 +77,24 @@ struct Table {
   static Table from_json(const nlohmann::json& j);
 };
 
+struct Cell;
+
 /// Declaration of one table an experiment writes: its name (kMainTable or letters, digits, '_')
 /// and its columns in order.
 struct TableSpec {
+  using MergeKeep = std::function<bool(const Cell&, const std::vector<std::string>& fields)>;
+  TableSpec() = default;
+  TableSpec(std::string name_, std::vector<std::string> columns_, MergeKeep merge_keep_ = {})
+      : name(std::move(name_)), columns(std::move(columns_)), merge_keep(std::move(merge_keep_)) {}
+
   std::string name;
   std::vector<std::string> columns;
+  /// Optional, for a detail table too large for one CSV (one row per position of every cell):
+  /// which of a finished cell's rows the merged <name>_<table>.csv keeps, given the cell, and one
+  /// row's fields in `columns` order (as text). The cell files keep every row; meta.json records
+  /// both counts ("rows", "rows_in_cells"). Empty (the default): every row is merged. Not for the
+  /// main table (run_experiment: a programming error, exit 1).
+  MergeKeep merge_keep;
 };
 
 /// Quotes a CSV field if needed ("a,b" -> "\"a,b\"", embedded quotes doubled).
