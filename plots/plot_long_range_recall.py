@@ -370,7 +370,8 @@ def fig_grad(data, out_dir):
 
 def pick_attention(data):
     """(task, length, rows) of the Transformer attention map to draw: the longest length of the first
-    task in this order with a solved example: distance_probe, mqar, copy_memory, adding."""
+    task in this order with a solved example: distance_probe, mqar, copy_memory, adding; the rows of
+    one cell and example (the lowest seed, then the lowest example), so maps are never mixed."""
     rows = [r for r in data.att if r["model"] == "transformer_decoder"]
     if not rows:
         raise st.DataError(f"{data.paths['att']}: no attention rows of model transformer_decoder")
@@ -379,7 +380,11 @@ def pick_attention(data):
             tr = [r for r in rows if r["task"] == task and int(r["solved"]) == want_solved]
             if tr:
                 L = max(r["length"] for r in tr)
-                return task, L, [r for r in tr if r["length"] == L]
+                tr = [r for r in tr if r["length"] == L]
+                seed = min(int(r["seed"]) for r in tr)
+                tr = [r for r in tr if int(r["seed"]) == seed]
+                ex = min(int(r["example"]) for r in tr)
+                return task, L, [r for r in tr if int(r["example"]) == ex]
     raise st.DataError(f"{data.paths['att']}: no usable attention rows")
 
 
@@ -407,7 +412,7 @@ def fig_attention(data, out_dir):
         ax.set_ylabel("query position")
         ax.set_title(f"head {h}", fontsize=9)
         ax.grid(False)
-    fig.colorbar(im, ax=list(axes[0]), label="attention probability (entries < 0.01 shown as 0)")
+    fig.colorbar(im, ax=list(axes[0]), label="attention probability (entries < 0.05 shown as 0)")
     solved = "solved" if int(rows[0]["solved"]) else "not solved (no solved example)"
     fig.suptitle(f"Transformer, last layer ({layer}), {TASK_TITLES[task]}, length {int(L)}: test example "
                  f"{int(rows[0]['example'])} ({solved}; seed {int(rows[0]['seed'])})", fontsize=10)

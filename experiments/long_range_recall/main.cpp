@@ -31,6 +31,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,16 @@ namespace {
 
 constexpr const char* kName = "long_range_recall";
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Merged gradient table: about this many distances per cell and phase (main: merge_keep).
+constexpr long kGradPoints = 24;
+// Merged attention table: entries of at least this probability (the cells keep those >= 0.01).
+constexpr double kMergedAttention = 0.05;
+
+std::size_t column_index(const std::vector<std::string>& columns, const std::string& name) {
+  const auto it = std::find(columns.begin(), columns.end(), name);
+  if (it == columns.end()) throw std::logic_error("long_range_recall: no column " + name);
+  return static_cast<std::size_t>(it - columns.begin());
+}
 
 const std::vector<std::string> kTasks = {"copy_memory", "adding", "mqar", "distance_probe"};
 // The built-in default of the model sweep (quick.ini's): the five families; lstm_fb1 is allowed.
@@ -72,10 +83,24 @@ const char* stop_name(int code, bool diverged) {
   return code == kSolved ? "solved" : code == kNoImprovement ? "no_improvement" : "max_steps";
 }
 
-/// Whether the grid point is a cell (ExperimentSpec::keep): every point of the width-0 (matched
+/// Whether the grid point is a cell (ExperimentSpec::keep): its length must be one of its task's
+/// <task>_lengths (every length when that key is "all"); then every point of the width-0 (matched
 /// budget) design; width > 0 (the Zoology width study) only for mqar at width_length and the
 /// models of width_models.
+/// The grid-only key <task>_lengths: the values of `length` run for `task`.
+OptionSpec lengths_option(const std::string& task) {
+  return int_list_option(task + "_lengths", "all", "steps",
+                         task + ": the values of length run for this task (all = every one; a value "
+                         "that is not in length selects nothing)")
+      .empty_as("all")
+      .at_least(2)
+      .at_most(1e5)
+      .selects_cells();
+}
+
 bool keep(const Cell& cell) {
+  const auto own = cell.get_int_list(cell.get_string("task") + "_lengths");
+  if (!own.empty() && std::find(own.begin(), own.end(), cell.get_int("length")) == own.end()) return false;
   if (cell.get_int("width") == 0) return true;
   const auto models = cell.get_string_list("width_models");
   return cell.get_string("task") == "mqar" && cell.get_int("length") == cell.get_int("width_length") &&
@@ -326,6 +351,10 @@ int main(int argc, char** argv) {
                 "and the models of width_models)")
           .at_least(0)
           .at_most(65536),
+      lengths_option("copy_memory"),
+      lengths_option("adding"),
+      lengths_option("mqar"),
+      lengths_option("distance_probe"),
       int_option("width_length", 64, "steps", "length of the width study's mqar cells").at_least(2).at_most(1e5),
       choice_list_option("width_models", "rnn lstm gru transformer_decoder", model_arms(),
                          "models of the width study"),
@@ -442,6 +471,24 @@ int main(int argc, char** argv) {
       {"attention", with_ids({"example", "solved", "layer", "head", "query_pos", "key_pos",
                               "query_token", "key_token", "attention_prob"})},
   };
+  // The two per-position tables, merged as reduced views (the cell files keep every row): the
+  // gradient profile at evenly spaced distances (about kGradPoints per cell and phase, the
+  // distance 0 included), the attention maps' entries of at least kMergedAttention.
+  for (auto& t : spec.tables) {
+    if (t.name == "grad_norms") {
+      const std::size_t s_col = column_index(t.columns, "seq_len"), d_col = column_index(t.columns, "steps_before_end");
+      t.merge_keep = [s_col, d_col](const Cell&, const std::vector<std::string>& f) {
+        const long S = std::stol(f[s_col]), d = std::stol(f[d_col]);
+        const long stride = std::max<long>(1, (S + kGradPoints - 1) / kGradPoints);
+        return d % stride == 0;
+      };
+    } else if (t.name == "attention") {
+      const std::size_t p_col = column_index(t.columns, "attention_prob");
+      t.merge_keep = [p_col](const Cell&, const std::vector<std::string>& f) {
+        return std::stod(f[p_col]) >= kMergedAttention;
+      };
+    }
+  }
   spec.default_seeds = 3;
   spec.timing_columns = {"train_time_s", "ms_per_step"};
   spec.validate = validate;

@@ -181,12 +181,26 @@ TEST_CASE("long_range_recall lists its cells and documents its keys", "[integrat
         "4 task=mqar model=lstm length=8 width=0 seed=0\n5 task=mqar model=lstm length=8 width=0 seed=1\n"
         "6 task=mqar model=lstm length=12 width=0 seed=0\n7 task=mqar model=lstm length=12 width=0 seed=1\n");
   CHECK_FALSE(fs::exists(d.path / "res"));
+  // Lengths per task (grid-only keys): mqar only at 12, adding at every length.
+  const Run per_task = run(tiny(ini, d.path / "res", {"--list-cells", "--task=adding,mqar", "--model=lstm",
+                                                      "--length=8,12", "--seeds=1", "--mqar_lengths=12"}),
+                           d.path);
+  INFO(per_task.err);
+  CHECK(per_task.code == 0);
+  CHECK(per_task.out ==
+        "0 task=adding model=lstm length=8 width=0 seed=0\n1 task=adding model=lstm length=12 width=0 seed=0\n"
+        "2 task=mqar model=lstm length=12 width=0 seed=0\n");
+  const Run bad_lengths = run(tiny(ini, d.path / "res", {"--list-cells", "--adding_lengths=8 1"}), d.path);
+  CHECK(bad_lengths.code == 2);
+  CHECK_THAT(bad_lengths.err, Catch::Contains("adding_lengths") && Catch::Contains("'8 1'"));
+  CHECK_FALSE(fs::exists(d.path / "res"));
   const Run help = run({"--help"}, d.path);
   CHECK(help.code == 0);
   for (const char* k : {"--task=LIST", "--model=LIST", "--length=LIST", "--param_budget=VALUE",
                         "[parameters]", "--d_ff_ratio", "--mqar_pairs", "--distance_bins", "--grad_batch",
                         "--tcn_levels", "--positional_encoding", "--seeds", "--width=LIST", "--lr_grid",
-                        "--pilot_steps", "--patience", "--solved_loss", "lstm_fb1"}) {
+                        "--pilot_steps", "--patience", "--solved_loss", "lstm_fb1", "--copy_memory_lengths",
+                        "--distance_probe_lengths"}) {
     INFO(k);
     CHECK_THAT(help.out, Catch::Contains(k));
   }
