@@ -319,8 +319,12 @@ def fig_length(data, out_dir):
         else:
             ax.set_ylim(-0.02, 1.02)
             ax.set_ylabel("test accuracy (fraction)")
-        ax.set_xlabel("blank length T" if task == "copy_memory" else "sequence length")
+        # log2 axis: the verdicts fit skill against log2 length
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(("blank length T" if task == "copy_memory" else "sequence length") + " (log scale)")
         ax.set_xticks(Ls)
+        ax.set_xticklabels([str(int(L)) for L in Ls])
+        ax.minorticks_off()
         ax.set_title(TASK_TITLES[task], fontsize=9)
     shared_legend(fig, axes[0])
     fig.suptitle(f"Test performance against length ({data.note})", fontsize=10)

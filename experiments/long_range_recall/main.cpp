@@ -62,7 +62,7 @@ namespace {
 constexpr const char* kName = "long_range_recall";
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Merged gradient table: about this many distances per cell and phase (main: merge_keep).
-constexpr long kGradPoints = 24;
+constexpr long kGradPoints = 16;
 // Merged attention table: entries of at least this probability (the cells keep those >= 0.01).
 constexpr double kMergedAttention = 0.05;
 
@@ -473,7 +473,9 @@ int main(int argc, char** argv) {
   };
   // The two per-position tables, merged as reduced views (the cell files keep every row): the
   // gradient profile at evenly spaced distances (about kGradPoints per cell and phase, the
-  // distance 0 included), the attention maps' entries of at least kMergedAttention.
+  // distance 0 included); the attention maps' entries of at least kMergedAttention, of the
+  // matched-budget cells at their task's longest length (the one the figure draws; every length
+  // when <task>_lengths is "all").
   for (auto& t : spec.tables) {
     if (t.name == "grad_norms") {
       const std::size_t s_col = column_index(t.columns, "seq_len"), d_col = column_index(t.columns, "steps_before_end");
@@ -484,8 +486,10 @@ int main(int argc, char** argv) {
       };
     } else if (t.name == "attention") {
       const std::size_t p_col = column_index(t.columns, "attention_prob");
-      t.merge_keep = [p_col](const Cell&, const std::vector<std::string>& f) {
-        return std::stod(f[p_col]) >= kMergedAttention;
+      t.merge_keep = [p_col](const Cell& c, const std::vector<std::string>& f) {
+        const auto own = c.get_int_list(c.get_string("task") + "_lengths");
+        const bool longest = own.empty() || c.get_int("length") == *std::max_element(own.begin(), own.end());
+        return longest && c.get_int("width") == 0 && std::stod(f[p_col]) >= kMergedAttention;
       };
     }
   }
