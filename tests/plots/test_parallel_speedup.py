@@ -11,6 +11,9 @@ copies, each rule decides as stated: the crossover law holds for n* = 2d and fai
 a crossover below the grid at every d fails when the grid starts at d/16 (outside the ×/÷ 4
 margin) and is inconclusive when it starts at d/4 (the margin's edge); the TCN's crossover is shown
 in the crossover row but not counted (an LSTM at n* = 2d holds beside a TCN beyond the grid);
+the crossover is the last upward sign change of the time difference (a non-monotone difference
+with per-call overheads at the smallest n crosses at n* = 2d and holds; crossing() on sign
+patterns), and the row names the verdict the same rule gives on the FLOP crossovers;
 the memory row stays by construction once a fused kernel's linear bytes are added (both
 kernels' fits and bytes per token shown) and fails when the fused kernel keeps an n² term; thread scaling
 holds when the Transformer's paired speedups exceed the recurrent layers' and fails when reversed,
@@ -193,6 +196,27 @@ def main():
                                          f"({got['verdict']}: {got['reason']})")
         check("TCN (shown, not counted)" in got["measured"] and "TCN's own part would be fails" in got["measured"],
               f"the TCN's crossover and its own part are shown in the measured column ({got['measured']!r})")
+
+        # crossing(): the last upward sign change; a difference that falls back to <= 0 at the end is beyond
+        # the grid, one > 0 everywhere below it.
+        kind, x = plot.crossing([1, 2, 4, 8], [1.0, -1.0, -1.0, 1.0])
+        check(kind is None and abs(x - math.sqrt(32)) < 1e-9, f"+ − − +: crossing at √(4·8) ({kind}, {x})")
+        check(plot.crossing([1, 2, 4, 8], [1.0, -1.0, 1.0, -1.0]) == (">", 8), "+ − + −: beyond the grid")
+        check(plot.crossing([1, 2, 4, 8], [1.0, 1.0, 0.5, 2.0]) == ("<", 1), "positive everywhere: below the grid")
+        kind, x = plot.crossing([1, 2, 4, 8], [-1.0, 1.0, -1.0, 1.0])
+        check(kind is None and abs(x - math.sqrt(32)) < 1e-9, f"− + − +: the last upward change counts ({kind}, {x})")
+        # Per-call overhead at the smallest n (the attention 2.5× slower up to d/8) does not set the crossover:
+        # the last upward change, n* = 2d, holds; the first-point rule would call it below the grid (fails).
+        ovh = fresh(FIXTURE, tmp, "overhead")
+        replace_part(ovh, "crossover", crossover_grid(
+            {"self_attention": lambda n, d: n * (1 + n / (2.0 * d)) * (2.5 if n <= d / 8 else 1.0),
+             "lstm": lambda n, d: 2.0 * n}))
+        got = row_with(plot.verdicts(ovh), "crossover n ≈ d")
+        check(got["verdict"] == "holds" and "d 32 → 64" in got["measured"],
+              f"attention slower at n <= d/8, faster to 2d, slower beyond: n* = 2d holds ({got['verdict']}: "
+              f"{got['reason']}; {got['measured'][:200]})")
+        check("the same rule on the analytic FLOP crossovers gives holds too" in got["reason"],
+              f"the FLOP count's verdict is named beside the time's ({got['reason']!r})")
 
         # Memory without meta.json: the row says memory_kernels is not recorded.
         nometa = fresh(FIXTURE, tmp, "nometa")
