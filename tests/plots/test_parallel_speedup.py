@@ -23,7 +23,8 @@ the RNN's speedup is shown, not counted (gated layers at 1.1 hold beside an RNN 
 ceiling is judged on the mean over rounds, the rule's statistic (bimodal rounds 1.8, 1.8, 1.8, 1.1
 are not at the ceiling); the roofline row is 'inconclusive: ceiling' when the LSTM's SGEMM
 fraction (0.9) leaves less than 2·ln 1.1 of headroom, fails below 1/1.1 of it and holds above 1.1×;
-the decoding latency row holds when the decoder's grows with the prefix and the LSTM's does not;
+the decoding latency row holds when the decoder's grows with the prefix and the LSTM's does not,
+and shows the slope over each half of its window (n^0.25 then n^1.5: 0.25 and 1.50);
 the parallelism-over-known-positions row is decided at every prefix: it holds when the decoder's
 forward is 20× cheaper per token than its step and the LSTM's 1.2×, fails when the LSTM's is 4×
 (the claim's second half), and depends on the prefix when the contrast changes sign along the grid;
@@ -322,10 +323,10 @@ def main():
         # Decoding latency: the decoder's grows as n^0.8 over the prefix, the LSTM's is flat. Its
         # forward over the prefix is `dec_ratio(n)` (decoder) or `lstm_ratio(n)` times cheaper per token
         # than its decoding step.
-        def generation_cases(dec_ratio, lstm_ratio):
+        def generation_cases(dec_ratio, lstm_ratio, prefixes=(16, 64, 256, 1024), t_decoder=lambda n: 0.01 * n ** 0.8):
             cases = []
-            for n in (16, 64, 256, 1024):
-                for model, t_dec, ratio in (("transformer_decoder", 0.01 * n ** 0.8, dec_ratio(n)),
+            for n in prefixes:
+                for model, t_dec, ratio in (("transformer_decoder", t_decoder(n), dec_ratio(n)),
                                             ("lstm", 0.05, lstm_ratio(n))):
                     for pas, t in (("decode_step", t_dec), ("forward", t_dec * n / ratio)):
                         cases.append(dict(model=model, **{"pass": pas}, d_model=8, seq_len=n, threads=1, flops=1e6,
@@ -342,6 +343,18 @@ def main():
                                          f"holds at every prefix ({got['verdict']}: {got['reason']})")
         check("n = 16, 64, 256, 1024" in got["measured"] and "20.00, 20.00, 20.00, 20.00×" in got["measured"],
               f"the per-prefix ratios are in the measured text ({got['measured']!r})")
+        check("each half of that window" not in got["measured"],
+              "two prefixes in the latency window: no slopes by regime")
+        # Two regimes: the decoder's step grows as n^0.25 up to 1024 and as n^1.5 beyond; eight prefixes put
+        # 256–2048 in the window, its halves 256–1024 and 1024–2048, each shown with its own slope.
+        genr = fresh(FIXTURE, tmp, "generation_regimes")
+        replace_part(genr, "generation", generation_cases(
+            lambda n: 20.0, lambda n: 1.2, prefixes=tuple(2 ** k for k in range(4, 12)),
+            t_decoder=lambda n: 0.01 * n ** 0.25 if n <= 1024 else 0.01 * 1024 ** 0.25 * (n / 1024) ** 1.5))
+        got = row_with(plot.verdicts(genr), "key/value cache")
+        check(got["verdict"] == "holds" and "Transformer decoder 256–1024 0.25 [0.25, 0.25], 1024–2048 1.50 [1.50, "
+                                            "1.50]" in got["measured"],
+              f"the decoder's latency slope by regime is in the measured text ({got['measured']!r})")
         # The claim's second half: an LSTM whose forward is 4× cheaper per token than its step fails it at
         # every prefix, although the decoder − LSTM contrast (×5) holds.
         gen4 = fresh(FIXTURE, tmp, "generation_lstm4")
