@@ -13,18 +13,23 @@ RESULTS_DIR; writes into RESULTS_DIR/figures:
                                   ceiling zone of the thread-scaling verdict (within 2·ln 1.1 of it)
   parallel_speedup_time           time per forward+backward at the benchmark shape, 1 and N threads
   parallel_speedup_roofline       achieved GFLOP/s as a fraction of the same cell's SGEMM rate (each
-                                  cell's rate in the legend)
+                                  cell's rate in the legend) and the roofline verdict's ceiling zone
   parallel_speedup_crossover      t(self-attention) / t(other) against n/d at every d, and the
-                                  crossover n*(d) on log-log axes with its fitted slope
+                                  crossover n*(d) on log-log axes (bounds hollow triangles, unbounded
+                                  interval ends arrows) with its fitted slope over the fit's own d
   parallel_speedup_memory         bytes kept for backward against seq_len per family and attention
-                                  kernel, with the fitted a + b·n + c·n²
+                                  kernel, with the fitted a + b·n + c·n² (the TCN, whose levels grow
+                                  with log n, joined instead)
   parallel_speedup_generation     per-token latency at batch 1 against the prefix: one decoding
                                   step (KV cache / recurrent state) and the parallel forward's time
-                                  per position
-  parallel_speedup_complexity     sequential steps and analytic FLOPs against seq_len (Table 1)
+                                  per position; the verdict's ratio decode step ÷ (forward / n) per
+                                  family, and its decoder − LSTM contrast against the ×/÷ 1.25 margin
+  parallel_speedup_complexity     sequential steps (families with equal counts drawn as one line) and
+                                  analytic FLOPs against seq_len (Table 1)
   parallel_speedup_time_to_accuracy  validation bits per character against updates and against
-                                  training time (one curve per run), and the means over runs of the
-                                  updates / seconds / ms per update to the target per family
+                                  training time (one curve per run), and per family the medians over
+                                  runs of the updates and seconds to the target and the geometric mean
+                                  of the runs' ms per update (the verdict rows' statistics)
   parallel_speedup_crossover.csv  n*(d) per attention and other family (interpolated or a bound),
                                   its interval, the FLOP-count crossover and Table 1's n = d
   parallel_speedup_crossover_law.csv  the log-log slope of n* against d per family
@@ -86,6 +91,7 @@ SLOPE_MARGIN = 0.25      # the scaling law's slope within 1 ± 0.25 counts as 1
 MIN_LAW_POINTS = 3       # d values with an interpolated n* needed for a slope
 LATENCY_SLOPE = 0.1      # log-log slope of the decoding latency: below counts as flat
 DECODE_RATIO = 1.25      # decode / parallel-forward cost per token: a smaller gap counts as none
+CROSS_MARKER = {"rnn": "o", "lstm": "s", "gru": "D", "tcn": "P"}  # n*(d) panel: no triangles (the bounds)
 UPDATE_RATIO = 1.1       # time per update within ×/÷ 1.1 counts as equal
 PARAM_TOLERANCE = 0.05
 ANCHOR_T1 = ("Vaswani et al. 2017, Table 1: self-attention O(n²·d) per layer, O(1) sequential operations; "
@@ -175,6 +181,13 @@ def save(fig, out_dir, stem):
     return st.save(fig, out_dir, stem)
 
 
+def median(values):
+    """The median of a non-empty list (the mean of the two middle values for an even count)."""
+    v = sorted(values)
+    k = len(v) // 2
+    return v[k] if len(v) % 2 else (v[k - 1] + v[k]) / 2
+
+
 def exp_est(e):
     """(value, lo, hi) of exp of an Estimate in log units."""
     return math.exp(e.value), math.exp(e.lo), math.exp(e.hi)
@@ -245,7 +258,8 @@ def fig_speedup(data, out_dir, note):
             ax.errorbar(xs, [e[0] for _, e in pts], yerr=[[max(0, e[0] - e[1]) for _, e in pts],
                                                           [max(0, e[2] - e[0]) if math.isfinite(e[2]) else 0
                                                            for _, e in pts]],
-                        label=LABEL.get(m, m), capsize=3, **s)
+                        label=LABEL.get(m, m) + (" (shown, not counted)" if m in ("rnn", "tcn") else ""),
+                        capsize=3, **s)
         ax.axhline(shape["tmax"], color="grey", linestyle=":", label=f"ideal ({shape['tmax']:g} threads)")
         if shape["tmax"] > 1:
             ax.axhspan(shape["tmax"] / SPEEDUP_RATIO ** CEILING_MARGINS, shape["tmax"], color="grey", alpha=0.12,
@@ -298,6 +312,8 @@ def fig_roofline(data, out_dir, note):
                 ax.plot([r["seq_len"] for r in rows], [r["roofline_fraction"] for r in rows],
                         label=f"{LABEL.get(m, m)} (its cell's SGEMM {rows[0]['sgemm_gflop_per_s']:.0f} GFLOP/s)",
                         **style(m))
+        ax.axhspan(1 / ROOFLINE_RATIO ** CEILING_MARGINS, 1, color="grey", alpha=0.12, linewidth=0,
+                   label=f"ceiling zone: headroom to SGEMM < {CEILING_MARGINS:g}·ln {ROOFLINE_RATIO:g}")
         seq_axis(ax, shape["ns"])
         ax.set_ylim(bottom=0)
         ax.set_xlabel("seq_len n (tokens)")
@@ -435,30 +451,43 @@ def fig_crossover(data, table, out_dir, note):
         ax.set_title(f"vs {LABEL[o]}: forward+backward, 1 thread\n(> 1: attention slower; {note})", fontsize=8)
         ax.legend(fontsize=6)
     ax = axes[0][-1]
-    for o in others:
+    for j, o in enumerate(others):
         cs = [c for c in table if c["attention"] == att and c["other"] == o]
-        s = style(o)
-        xs = [c["d"] for c in cs if c["kind"] is None]
-        ax.errorbar(xs, [c["n_star"] for c in cs if c["kind"] is None],
-                    yerr=[[c["n_star"] - c["lo"] for c in cs if c["kind"] is None],
-                          [c["hi"] - c["n_star"] if math.isfinite(c["hi"]) else 0 for c in cs if c["kind"] is None]],
-                    label=LABEL[o], capsize=3, color=s["color"], marker=s["marker"], linestyle="none")
+        color = style(o)["color"]
+        # A small horizontal offset per family, so that equal values (bounds at a d's first seq_len)
+        # stay visible side by side; the family markers are not triangles, which mark the bounds.
+        off = 2 ** (0.07 * (j - (len(others) - 1) / 2))
+        marker = CROSS_MARKER.get(o, "o")
+        ip = [c for c in cs if c["kind"] is None]
+        ax.errorbar([c["d"] * off for c in ip], [c["n_star"] for c in ip],
+                    yerr=[[c["n_star"] - c["lo"] if c["lo"] > 0 else 0 for c in ip],
+                          [c["hi"] - c["n_star"] if math.isfinite(c["hi"]) else 0 for c in ip]],
+                    label=LABEL[o], capsize=3, color=color, marker=marker, linestyle="none")
+        for c in ip:  # an interval end with no crossing on the grid: an arrow, not a bar
+            for unbounded, factor in ((c["lo"] <= 0, 0.4), (not math.isfinite(c["hi"]), 2.5)):
+                if unbounded:
+                    ax.annotate("", xy=(c["d"] * off, c["n_star"] * factor), xytext=(c["d"] * off, c["n_star"]),
+                                arrowprops=dict(arrowstyle="->", color=color, linewidth=1))
         for c in cs:
             if c["kind"] is not None:
-                ax.plot(c["d"], c["n_star"], marker="^" if c["kind"] == ">" else "v", color=s["color"],
-                        fillstyle="none", linestyle="none")
+                ax.plot(c["d"] * off, c["n_star"], marker="^" if c["kind"] == ">" else "v", color=color,
+                        fillstyle="none", markersize=8, linestyle="none")
         law = crossover_law(table, att, o)
         if law["fit"]:
             f = law["fit"]
-            ax.plot(ds, [2 ** (f["intercept"] + f["slope"] * math.log2(d)) for d in ds], color=s["color"],
-                    linestyle="--", linewidth=1, label=f"{LABEL[o]}: slope {f['slope']:.2f}")
+            xs = [c["d"] for c in ip]  # the fit's own d only
+            ax.plot(xs, [2 ** (f["intercept"] + f["slope"] * math.log2(d)) for d in xs], color=color,
+                    linestyle="--", linewidth=1, label=f"{LABEL[o]}: slope {f['slope']:.2f} over {law['n']} d")
     ax.plot(ds, ds, color="grey", linestyle=":", label="n = d (Table 1)")
+    ax.plot([], [], marker="^", fillstyle="none", color="grey", linestyle="none", label="beyond the grid (its last n)")
+    ax.plot([], [], marker="v", fillstyle="none", color="grey", linestyle="none", label="below the grid (its first n)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xlabel("d_model d")
     ax.set_ylabel("crossover seq_len n*")
-    ax.set_title("n*(d): filled interpolated (95 % interval);\nhollow ▲/▼: beyond / below the grid", fontsize=8)
-    ax.legend(fontsize=6)
+    ax.set_title("n*(d): last upward crossing, 95 % interval (arrow: no crossing\nof that end on the grid); "
+                 "hollow ▲/▽: bounds; families offset in d", fontsize=8)
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return save(fig, out_dir, NAME + "_crossover")
 
 
@@ -466,13 +495,26 @@ def fig_complexity(data, out_dir, note):
     rows = data.rows(part="crossover", **{"pass": "forward_backward"})
     d = max(r["d_model"] for r in rows)
     fig, axes = st.plt.subplots(1, 2, figsize=(11, 4.2))
+    # Families whose step counts agree wherever both were timed (the recurrent layers: n) are drawn
+    # as one line over the union of their seq_lens, labelled with every family of the group.
+    groups = []  # [(families, {n: steps})]
     for m in models_in(rows):
         sub = sorted(select(rows, model=m, d_model=d), key=lambda r: r["seq_len"])
         if not sub:
             continue
         xs = [r["seq_len"] for r in sub]
-        axes[0].plot(xs, [r["sequential_steps"] for r in sub], label=LABEL.get(m, m), **style(m))
         axes[1].plot(xs, [r["flops"] / 1e9 for r in sub], label=LABEL.get(m, m), **style(m))
+        steps = {r["seq_len"]: r["sequential_steps"] for r in sub}
+        g = next((g for g in groups if len(set(g[1]) & set(steps)) >= 2
+                  and all(g[1][n] == steps[n] for n in set(g[1]) & set(steps))), None)
+        if g:
+            g[0].append(m)
+            g[1].update(steps)
+        else:
+            groups.append(([m], steps))
+    for group, steps in groups:
+        xs = sorted(steps)
+        axes[0].plot(xs, [steps[n] for n in xs], label=" = ".join(LABEL.get(m, m) for m in group), **style(group[0]))
     axes[0].set_ylabel("sequential steps on the critical path\n(counted by the implementation)")
     axes[1].set_ylabel("analytic forward+backward GFLOP (GEMM work)")
     axes[0].set_title("Table 1 'sequential operations': O(1) attention, O(n) recurrent, O(log n) TCN", fontsize=9)
@@ -539,16 +581,23 @@ def fig_memory(data, fits, out_dir, note):
         ns = [r["seq_len"] for r in rows]
         ax.plot(ns, [r["activation_bytes_measured"] / x["batch"] / 2 ** 20 for r in rows], marker=s["marker"],
                 color=s["color"], linestyle="none", fillstyle="none" if x["kernel"] == "fused" else "full")
+        name = LABEL.get(x["model"], x["model"])
+        if x["model"] == "tcn":
+            # Its level count grows with log n (the levels cover n), so its bytes are not a + b·n + c·n²:
+            # the measured points are joined, no fit drawn.
+            ax.plot(ns, [r["activation_bytes_measured"] / x["batch"] / 2 ** 20 for r in rows], color=s["color"],
+                    linewidth=0.8, label=f"{name}: measured, joined (levels grow with log n: no quadratic fit)")
+            continue
+        label = (f"{name}{' (' + x['kernel'] + ')' if x['kernel'] != 'none' else ''}: c/(4Bh) = "
+                 f"{round(x['c_rel'], 2) + 0.0:.2f}" if x["h"] else
+                 f"{name}: n² share at n = {x['n_max']:g} {round(x['share_n2'], 2) + 0.0:.2f}")
         ax.plot(ns, [(x["a"] + x["b"] * n + x["c"] * n * n) / x["batch"] / 2 ** 20 for n in ns], color=s["color"],
-                linestyle=ls, label=f"{LABEL.get(x['model'], x['model'])}"
-                                    f"{' (' + x['kernel'] + ')' if x['kernel'] != 'none' else ''}: "
-                                    f"c/(4Bh) = {x['c_rel']:.2f}" if x["h"] else
-                f"{LABEL.get(x['model'], x['model'])}: n² share {x['share_n2']:.2f}")
+                linestyle=ls, label=label)
     ax.set_xscale("log", base=2)
     st.label_log_axis(ax, "y")
     ax.set_xlabel("seq_len n (tokens)")
     ax.set_ylabel("bytes kept for backward per sequence (MiB)")
-    ax.set_title(f"d_model {d:g}: markers measured (heap growth), lines a + b·n + c·n² fits\n"
+    ax.set_title(f"d_model {d:g}: markers measured (heap growth), lines a + b·n + c·n² fits (TCN: joined)\n"
                  f"solid: materialised P [B,h,n,n]; dashed: fused (log-sum-exp only); {note}", fontsize=8)
     ax.legend(fontsize=6)
     return save(fig, out_dir, NAME + "_memory")
@@ -603,28 +652,72 @@ def decode_gap(data, model, n):
 
 
 def fig_generation(data, out_dir, note):
-    fig, ax = st.plt.subplots(1, 1, figsize=(6.5, 4.5))
+    """Left: per-token latency (decoding step, solid, with its min–max band over rounds; parallel
+    forward / n, dotted). Middle: the verdict's ratio decode step ÷ (forward / n) per family with
+    its 95 % interval over paired rounds. Right: its decoder − LSTM contrast (Welch interval) against
+    the ×/÷ DECODE_RATIO margin."""
+    fig, axes = st.plt.subplots(1, 3, figsize=(16, 4.6))
+    ax = axes[0]
+    ms = models_in(data.rows(part="generation"))
     ns = []
-    for m in models_in(data.rows(part="generation")):
-        s = style(m)
+    gaps = {}
+    for m in ms:
+        s = dict(style(m), linestyle="-")
         dec = generation_series(data, m, "decode_step")
         fwd = generation_series(data, m, "forward")
         ns = [r["seq_len"] for r in dec]
-        ax.plot(ns, [r["time_ms_median"] * 1e3 for r in dec], label=f"{LABEL.get(m, m)}: one decoding step",
-                **s)
+        ax.plot(ns, [r["time_ms_median"] * 1e3 for r in dec], label=f"{LABEL.get(m, m)}: one decoding step", **s)
         ax.fill_between(ns, [r["time_ms_min"] * 1e3 for r in dec], [r["time_ms_max"] * 1e3 for r in dec],
                         color=s["color"], alpha=0.2, linewidth=0)
         ax.plot([r["seq_len"] for r in fwd], [r["time_ms_median"] * 1e3 / r["seq_len"] for r in fwd],
                 color=s["color"], linestyle=":", marker=s["marker"], fillstyle="none",
                 label=f"{LABEL.get(m, m)}: parallel forward / n")
+        gaps[m] = {n: decode_gap(data, m, n) for n in ns}
     if ns:
         seq_axis(ax, ns)
     st.label_log_axis(ax, "y")
     ax.set_xlabel("prefix length n (tokens)")
     ax.set_ylabel("time per token (µs), batch 1, 1 thread")
-    ax.set_title(f"generation: a step after n tokens (KV cache / recurrent state)\nagainst the parallel "
-                 f"forward over the n tokens per position ({note})", fontsize=8)
+    ax.set_title(f"a decoding step after n tokens (KV cache / recurrent state; band: min–max over rounds)\n"
+                 f"against the parallel forward over the n tokens per position, medians ({note})", fontsize=8)
     ax.legend(fontsize=7)
+
+    ax = axes[1]
+    for m in ms:
+        s = style(m)
+        es = [gaps[m][n] for n in ns]
+        ax.errorbar(ns, [math.exp(e.value) for e in es],
+                    yerr=[[math.exp(e.value) - math.exp(e.lo) for e in es], [math.exp(e.hi) - math.exp(e.value) for e in es]],
+                    color=s["color"], marker=s["marker"], capsize=3, label=LABEL.get(m, m))
+    ax.axhline(1, color="grey", linewidth=0.8)
+    ax.axhline(DECODE_RATIO, color="grey", linestyle=":", label=f"×{DECODE_RATIO:g} (the LSTM half's margin)")
+    if ns:
+        seq_axis(ax, ns)
+    st.label_log_axis(ax, "y")
+    ax.set_xlabel("prefix length n (tokens)")
+    ax.set_ylabel("decode step ÷ (forward over the prefix / n)")
+    ax.set_title("the verdict's ratio per family: geometric mean over rounds,\n95 % interval over the paired rounds",
+                 fontsize=8)
+    ax.legend(fontsize=7)
+
+    ax = axes[2]
+    att = next((m for m in ATTENTION if m in gaps), None)
+    rec = next((m for m in RECURRENT if m in gaps), None)
+    if att and rec:
+        es = [welch(gaps[att][n], gaps[rec][n]) for n in ns]
+        ax.errorbar(ns, [math.exp(e.value) for e in es],
+                    yerr=[[math.exp(e.value) - math.exp(e.lo) for e in es], [math.exp(e.hi) - math.exp(e.value) for e in es]],
+                    color="black", marker="o", capsize=3, label=f"{LABEL[att]} ÷ {LABEL[rec]}")
+        ax.axhspan(1 / DECODE_RATIO, DECODE_RATIO, color="grey", alpha=0.15, linewidth=0,
+                   label=f"margin ×/÷ {DECODE_RATIO:g}")
+        ax.axhline(1, color="grey", linewidth=0.8)
+        seq_axis(ax, ns)
+        st.label_log_axis(ax, "y")
+        ax.set_ylabel(f"ratio of the two ratios, {LABEL[att]} ÷ {LABEL[rec]}")
+        ax.legend(fontsize=7)
+    ax.set_xlabel("prefix length n (tokens)")
+    ax.set_title("the contrast the verdict tests at every prefix (95 % Welch interval):\n"
+                 "above the band the decoder gains more from its parallel forward", fontsize=8)
     return save(fig, out_dir, NAME + "_generation")
 
 
@@ -658,21 +751,24 @@ def fig_tta(data, out_dir):
     ax = axes[2]
     w = 0.8 / len(ms)
 
-    def means(m):  # updates, seconds (to the target, or the whole run when unreached), ms per update
+    def levels(m):  # the statistics the rows quote: medians over the runs, geometric mean of ms per update
         runs = select(tta, model=m)
-        cols = [[r["steps_to_target"] if r["reached"] == 1 else r["steps_done"] for r in runs],
-                [r["time_to_target_s"] if r["reached"] == 1 else r["train_time_s"] for r in runs],
-                [r["step_time_ms"] for r in runs]]
-        return [sum(c) / len(c) for c in cols]
-    ref = means(ms[0])
+        per_update = [r["time_ms_median"] for r in data.rows(part="tta", model=m)]
+        return [median([r["steps_to_target"] if r["reached"] == 1 else r["steps_done"] for r in runs]),
+                median([r["time_to_target_s"] if r["reached"] == 1 else r["train_time_s"] for r in runs]),
+                math.exp(sum(math.log(t) for t in per_update) / len(per_update)) if per_update else float("nan")]
+    ref = levels(ms[0])
     for i, m in enumerate(ms):
-        for j, mu in enumerate(means(m)):
+        for j, mu in enumerate(levels(m)):
             ax.bar(j + (i - (len(ms) - 1) / 2) * w, mu / ref[j] if ref[j] else float("nan"), width=w,
                    color=style(m)["color"], alpha=0.6, label=LABEL.get(m, m) if j == 0 else None)
     ax.set_xticks(range(3))
-    ax.set_xticklabels(["updates to target", "seconds to target", "ms per update"], fontsize=8)
-    ax.set_ylabel(f"mean over seeds, relative to {LABEL.get(ms[0], ms[0])}")
-    ax.set_title("time = updates × time per update (means; unreached runs at their budget)", fontsize=8)
+    ax.set_xticklabels(["updates to target\n(median)", "seconds to target\n(median)",
+                        "ms per update\n(geometric mean)"], fontsize=8)
+    ax.set_ylabel(f"relative to {LABEL.get(ms[0], ms[0])}")
+    ax.set_title("time = updates × time per update, over the runs as the verdict rows quote them\n(unreached "
+                 "runs at their budget; ms per update: each run's median over its evaluation windows)", fontsize=8)
+    ax.axhline(1, color="grey", linewidth=0.8)
     ax.legend(fontsize=7)
     return save(fig, out_dir, NAME + "_time_to_accuracy")
 
@@ -1278,7 +1374,7 @@ def _v_tta(data):
 
     def summary(runs, col):
         got = [r[col] for r in runs if r["reached"] == 1]
-        return (f"{len(got)}/{len(runs)} reached" + (f", median {sorted(got)[len(got) // 2]:.4g}" if got else ""))
+        return (f"{len(got)}/{len(runs)} reached" + (f", median {median(got):.4g}" if got else ""))
 
     for col, budget, claim, unit in (
             ("time_to_target_s", "train_time_s", "Transformers train faster: less wall-clock time to a target "
