@@ -44,7 +44,8 @@ processes) intervals are combined as Welch's (unpaired).
 Crossover (Vaswani et al. 2017, Table 1: self-attention O(n²·d) vs recurrent O(n·d²) per layer,
 so self-attention is cheaper for n < d): for every d and pair (attention A, other R), n* is where
 ln(t_A / t_R) last goes from <= 0 to > 0 along seq_len, the n beyond which A stays slower on the
-grid (interpolated log-log between the two grid points; no point dropped); its interval is where the upper / lower ends of the interval of ln t_A − ln t_R cross;
+grid (interpolated log-log between the two grid points; no point dropped); its interval is where
+the upper / lower ends of the interval of ln t_A − ln t_R last cross;
 below the grid or beyond it n* is a bound. The same on the analytic FLOPs gives the FLOP
 crossover. The scaling law fits log2 n* = a + s·log2 d over the d whose n* is interpolated (OLS,
 t-interval); Table 1 predicts s = 1.
@@ -186,6 +187,11 @@ def median(values):
     v = sorted(values)
     k = len(v) // 2
     return v[k] if len(v) % 2 else (v[k - 1] + v[k]) / 2
+
+
+def exp_yerr(es):
+    """matplotlib's yerr [[below], [above]] of exp of Estimates in log units."""
+    return [[math.exp(e.value) - math.exp(e.lo) for e in es], [math.exp(e.hi) - math.exp(e.value) for e in es]]
 
 
 def exp_est(e):
@@ -686,8 +692,7 @@ def fig_generation(data, out_dir, note):
     for m in ms:
         s = style(m)
         es = [gaps[m][n] for n in ns]
-        ax.errorbar(ns, [math.exp(e.value) for e in es],
-                    yerr=[[math.exp(e.value) - math.exp(e.lo) for e in es], [math.exp(e.hi) - math.exp(e.value) for e in es]],
+        ax.errorbar(ns, [math.exp(e.value) for e in es], yerr=exp_yerr(es),
                     color=s["color"], marker=s["marker"], capsize=3, label=LABEL.get(m, m))
     ax.axhline(1, color="grey", linewidth=0.8)
     ax.axhline(DECODE_RATIO, color="grey", linestyle=":", label=f"×{DECODE_RATIO:g} (the LSTM half's margin)")
@@ -705,8 +710,7 @@ def fig_generation(data, out_dir, note):
     rec = next((m for m in RECURRENT if m in gaps), None)
     if att and rec:
         es = [welch(gaps[att][n], gaps[rec][n]) for n in ns]
-        ax.errorbar(ns, [math.exp(e.value) for e in es],
-                    yerr=[[math.exp(e.value) - math.exp(e.lo) for e in es], [math.exp(e.hi) - math.exp(e.value) for e in es]],
+        ax.errorbar(ns, [math.exp(e.value) for e in es], yerr=exp_yerr(es),
                     color="black", marker="o", capsize=3, label=f"{LABEL[att]} ÷ {LABEL[rec]}")
         ax.axhspan(1 / DECODE_RATIO, DECODE_RATIO, color="grey", alpha=0.15, linewidth=0,
                    label=f"margin ×/÷ {DECODE_RATIO:g}")
@@ -1262,7 +1266,8 @@ def _v_generation(data):
                          f"{ns[0]:g} → {n_hi:g}: {LABEL[att]} {dec[att][ns[0]]:.0f} → {dec[att][n_hi]:.0f} µs (slope "
                          f"{ta.value:.2f} [{ta.lo:.2f}, {ta.hi:.2f}]), {LABEL[rec]} {dec[rec][ns[0]]:.0f} → "
                          f"{dec[rec][n_hi]:.0f} µs (slope {tr.value:.2f} [{tr.lo:.2f}, {tr.hi:.2f}]), slopes over the "
-                         f"prefixes {grid_runs(ns, latency_window(data, rec))}; the decoder's step passes the LSTM's at prefix "
+                         f"prefixes {grid_runs(ns, latency_window(data, rec))}; the decoder's step passes the LSTM's "
+                         f"at prefix "
                          f"{fmt_n(*cross)}" + regimes, anchor, rule))
 
     out.append(_v_decode_gap(data, att, rec, ns))

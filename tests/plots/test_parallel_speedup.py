@@ -15,8 +15,8 @@ the crossover is the last upward sign change of the time difference (a non-monot
 with per-call overheads at the smallest n crosses at n* = 2d and holds; crossing() on sign
 patterns), and the row names the verdict the same rule gives on the FLOP crossovers;
 the memory row stays by construction once a fused kernel's linear bytes are added (both
-kernels' fits and bytes per token shown) and fails when the fused kernel keeps an n² term; thread scaling
-holds when the Transformer's paired speedups exceed the recurrent layers' and fails when reversed,
+kernels' fits and bytes per token shown) and fails when the fused kernel keeps an n² term;
+thread scaling holds when the Transformer's paired speedups exceed the recurrent layers' and fails when reversed,
 is 'inconclusive: ceiling' when the recurrent layers' speedup leaves less than 2·ln 1.1 of headroom
 to the ideal (1.9 against 1.8 at 2 threads), and holds again with that headroom (1.9 against 1.5);
 the RNN's speedup is shown, not counted (gated layers at 1.1 hold beside an RNN at 1.9); the
@@ -298,7 +298,8 @@ def main():
         sc = fresh(FIXTURE, tmp, "scaling_rnn_shown")
         replace_part(sc, "scaling", scaling_cases(1.8, 1.1, s_rnn=1.9))
         got = row_with(plot.verdicts(sc), "parallel hardware")
-        check(got["verdict"] == "holds" and "RNN" not in got["reason"] and "RNN (shown, not counted)" in got["measured"],
+        check(got["verdict"] == "holds" and "RNN" not in got["reason"]
+              and "RNN (shown, not counted)" in got["measured"],
               f"the RNN's speedup is shown, not counted ({got['verdict']}: {got['reason']}; {got['measured'][:300]})")
         # The ceiling uses the rule's own statistic, the mean over rounds of the per-round ln speedup:
         # gated rounds at 1.8, 1.8, 1.8 and 1.1 (a lost core) average ln 0.465 (×1.59, headroom 0.229 > 0.191),
@@ -337,7 +338,8 @@ def main():
         replace_part(gen, "generation", generation_cases(lambda n: 20.0, lambda n: 1.2))
         vg = plot.verdicts(gen)
         got = row_with(vg, "key/value cache")
-        check(got["verdict"] == "holds", f"decoder latency ∝ n^0.8, LSTM flat: holds ({got['verdict']}: {got['reason']})")
+        check(got["verdict"] == "holds",
+              f"decoder latency ∝ n^0.8, LSTM flat: holds ({got['verdict']}: {got['reason']})")
         got = row_with(vg, "parallelism over known positions")
         check(got["verdict"] == "holds", f"decoder's forward 20× cheaper per token than its step, the LSTM's 1.2×: "
                                          f"holds at every prefix ({got['verdict']}: {got['reason']})")
