@@ -864,7 +864,8 @@ def ceiling_check(v, eff, headroom, margin, why):
 # experiment on the 2-core development VM (results/standard/parallel_speedup at 5ad18eb, run
 # 2026-12-01 with binary 396073a, and the run of 2026-12-02 with binary 5ad18eb), whose LSTM and
 # GRU code (lstm.cpp, gru.cpp, recurrent_base.cpp) and thread control are the same: the same
-# statistic as the row, Welch between the two runs.
+# statistic as the row, Welch between the two runs. Added to the row of a standard-scale run only
+# (meta.json's config "scale"), the runs it was measured on.
 RUN_DRIFT = ("caveat, between runs (two standard runs on the 2-core development VM, 2026-12-01 and -02, with "
              "identical LSTM and GRU code; not in this run's data): the LSTM's speedup moved 1.73 → 1.60, ln −0.081 "
              "[−0.143, −0.019], the GRU's 1.70 → 1.58, ln −0.071 [−0.134, −0.009], about the margin ln 1.1 = "
@@ -936,7 +937,8 @@ def _v_scaling(data):
                 f"the geometric mean over seq_len of t₁/t_N, geometric mean over the rounds; 95 % interval over "
                 f"rounds): " + "; ".join(meas)
                 + "; for comparison, the ratio of per-case medians (the main table's speedup column), geometric mean "
-                  "over seq_len, which low rounds move less: " + ", ".join(medians) + "; " + RUN_DRIFT)
+                  "over seq_len, which low rounds move less: " + ", ".join(medians)
+                + ("; " + RUN_DRIFT if run_config(data).get("scale") == "standard" else ""))
     return v.row(claim, measured, anchor, rule)
 
 
