@@ -78,6 +78,11 @@ bool finetunes(const Cell& cell) {
          std::find(tasks.begin(), tasks.end(), cell.get_string("task")) != tasks.end();
 }
 int steps_of(const Cell& cell) { return cell.get_int32("steps_" + cell.get_string("task")); }
+// The RoPE head size of the analysis: analysis_head_dim, or 0 = the trained head size d_model / n_heads.
+std::size_t analysis_head_dim(const Cell& cell) {
+  const std::size_t hd = cell.get_size("analysis_head_dim");
+  return hd != 0 ? hd : cell.get_size("d_model") / cell.get_size("n_heads");
+}
 
 ModelConfig model_config(const Cell& cell, const TaskSpec& task, const std::string& encoding) {
   ModelConfig mc;
@@ -118,7 +123,9 @@ void validate(const Cell& cell) {
   if (task == "text" && cell.get_size("sliding_stride") >= L)
     bad(cell, "sliding_stride", "an integer in [1, L_train - 1]");
   if (task == "analysis") {
-    if (cell.get_int("analysis_head_dim") % 2 != 0) bad(cell, "analysis_head_dim", "an even integer");
+    if (analysis_head_dim(cell) % 2 != 0)
+      bad(cell, "analysis_head_dim",
+          "an even integer, or 0 when d_model / n_heads (" + std::to_string(analysis_head_dim(cell)) + ") is even");
     return;
   }
   if (cell.get_int("warmup_steps") > steps_of(cell))
@@ -181,7 +188,7 @@ void run_analysis(const Cell& cell, CellOutput& out) {
   }
   if (enc == "rope")  // rope, and its interpolated and NTK-scaled variants
     for (const auto& v : kRopeVariants)
-      pe::rope_decay(pe::AnalysisId{kName, "analysis", v, cell.replicate}, cell.get_size("analysis_head_dim"),
+      pe::rope_decay(pe::AnalysisId{kName, "analysis", v, cell.replicate}, analysis_head_dim(cell),
                      cell.get_size("L_train"), max_eval_len(cell) / cell.get_size("L_train"),
                      cell.get_size("rope_max_distance"), cell.get_size("analysis_samples"),
                      cell.get_string("rope_pairing"), cell.stream_seed(kAnalysisStream), out);
@@ -387,7 +394,8 @@ int main(int argc, char** argv) {
       int_option("mqar_n_values", 16, "tokens", "mqar: value vocabulary").at_least(1).at_most(1 << 20),
       int_option("passkey_digits", 5, "digits", "passkey: distinct digits of the key").at_least(1).at_most(10),
       int_option("passkey_filler", 5, "tokens", "passkey: period of the repeated filler").at_least(1).at_most(1 << 20),
-      int_option("analysis_head_dim", 64, "units", "analysis: RoPE head size (even)").at_least(2).at_most(1024),
+      int_option("analysis_head_dim", 64, "units", "analysis: RoPE head size (even); 0 = the trained d_model / n_heads")
+          .at_least(0).at_most(1024),
       int_option("analysis_samples", 2000, "samples", "analysis: random (q, k) pairs for RoPE decay").at_least(1).at_most(1e6),
       int_option("rope_max_distance", 4096, "tokens", "analysis: longest RoPE decay distance").at_least(64).at_most(1 << 22),
       int_option("alias_search_to", 20000, "tokens", "analysis: distances searched for sinusoidal aliasing")

@@ -320,6 +320,15 @@ TEST_CASE("position_extrapolation analysis numbers match closed forms", "[integr
   CHECK(runs.rows.size() == 6);
   for (std::size_t i = 0; i < runs.rows.size(); ++i) CHECK(runs.at(i, "variant") == "analysis");
   CHECK(read_csv(out / "position_extrapolation_eval.csv").rows.empty());
+
+  // analysis_head_dim = 0: the trained head size, d_model / n_heads (tiny.ini: 8 / 2).
+  const fs::path out0 = d.path / "res0";
+  const Run r0 = run(tiny(out0, {"--task=analysis", "--encoding=rope", "--analysis_head_dim=0"}), d.path);
+  INFO(r0.err);
+  REQUIRE(r0.code == 0);
+  const Csv rd0 = read_csv(out0 / "position_extrapolation_rope_decay.csv");
+  REQUIRE(!rd0.rows.empty());
+  for (std::size_t i = 0; i < rd0.rows.size(); ++i) CHECK(rd0.num(i, "head_dim") == 4);
 }
 
 TEST_CASE("position_extrapolation is deterministic for the same seed", "[integration][position_extrapolation]") {
@@ -365,6 +374,8 @@ TEST_CASE("position_extrapolation rejects bad input with exit 2 and writes nothi
       {{"--task=translation"}, {"task", "'translation'"}},
       {{"--steps_copy=1", "--task=copy"}, {"warmup_steps", "steps_copy"}},
       {{"--lr_grid=0.001 -1"}, {"lr_grid"}},
+      // d_model 8 over 8 heads: heads of 1 dimension, no RoPE pairs to analyse.
+      {{"--task=analysis", "--n_heads=8", "--analysis_head_dim=0"}, {"analysis_head_dim", "even"}},
   };
   for (const auto& c : cases) {
     const Run r = run(tiny(out, c.args), d.path);
