@@ -230,7 +230,7 @@ void run_cell(const Cell& cell, CellOutput& out) {
   const pe::PilotResult pilot = pe::lr_pilot(cell, [&](double lr) {
     Rng init(stream_seed(cell.base_seed, 0, kPilotInit)), data(stream_seed(cell.base_seed, 0, kPilotTrain));
     auto m = make_model(mc, init);
-    const int ps = cell.get_int32("pilot_steps");
+    const int ps = pe::pilot_steps_of(cell);
     const PhaseResult r = pe::train_phase(cell, out, *m, *task, data, "pilot" + std::to_string(trial_index++), nullptr, ps, lr,
                                           std::min(warmup, ps / 10), batch);
     if (r.diverged) return std::numeric_limits<double>::infinity();
@@ -244,7 +244,7 @@ void run_cell(const Cell& cell, CellOutput& out) {
   if (cell.replicate == 0)
     for (std::size_t i = 0; i < pilot.grid.size(); ++i)
       out.add_row(Row().add("experiment", kName).add("task", cell.get_string("task")).add("positional_encoding", enc)
-                      .add("lr", pilot.grid[i]).add("pilot_steps", cell.get_int("pilot_steps"))
+                      .add("lr", pilot.grid[i]).add("pilot_steps", pe::pilot_steps_of(cell))
                       .add("val_loss", pilot.val_loss[i]).add("chosen", pilot.grid[i] == pilot.lr ? 1 : 0),
                   "pilot");
 
@@ -360,8 +360,15 @@ int main(int argc, char** argv) {
       int_option("steps_copy", 300, "updates", "training updates, task copy").at_least(1).at_most(1e9),
       int_option("steps_mqar", 500, "updates", "training updates, task mqar").at_least(1).at_most(1e9),
       int_option("steps_passkey", 400, "updates", "training updates, task passkey").at_least(1).at_most(1e9),
-      real_list_option("lr_grid", "0.001 0.002 0.004", "1", "learning rates the pilot tries").greater_than(0),
-      int_option("pilot_steps", 100, "updates", "updates per pilot trial").at_least(1).at_most(1e9),
+      real_list_option("lr_grid", "0.001 0.002 0.004", "1", "learning rates the pilot tries (every task without its own)")
+          .greater_than(0),
+      real_list_option("lr_grid_text", "none", "1", "task text: its own pilot grid (none: lr_grid)").empty_as("none").greater_than(0),
+      real_list_option("lr_grid_copy", "none", "1", "task copy: its own pilot grid (none: lr_grid)").empty_as("none").greater_than(0),
+      real_list_option("lr_grid_mqar", "none", "1", "task mqar: its own pilot grid (none: lr_grid)").empty_as("none").greater_than(0),
+      real_list_option("lr_grid_passkey", "none", "1", "task passkey: its own pilot grid (none: lr_grid)")
+          .empty_as("none").greater_than(0),
+      int_option("pilot_steps", 100, "updates", "updates per pilot trial; 0 = the task's steps_<task> (a whole run)")
+          .at_least(0).at_most(1e9),
       int_option("pilot_tokens", 4096, "characters", "text: validation targets scoring a pilot trial").at_least(1).at_most(1e9),
       string_option("optimizer", "adamw", "optimizer").one_of({"adam", "adamw", "sgd"}),
       real_option("weight_decay", 0.01, "1", "weight decay (decoupled for adamw)").at_least(0),

@@ -73,9 +73,19 @@ std::string pilot_key(const Cell& cell) {
 
 }  // namespace
 
+std::vector<double> lr_grid_of(const Cell& cell) {
+  const std::vector<double> own = cell.get_real_list("lr_grid_" + cell.get_string("task"));
+  return own.empty() ? cell.get_real_list("lr_grid") : own;
+}
+
+int pilot_steps_of(const Cell& cell) {
+  const int n = cell.get_int32("pilot_steps");
+  return n > 0 ? n : cell.get_int32("steps_" + cell.get_string("task"));
+}
+
 PilotResult lr_pilot(const Cell& cell, const std::function<double(double lr)>& trial) {
   PilotResult p;
-  p.grid = cell.get_real_list("lr_grid");
+  p.grid = lr_grid_of(cell);
   const std::string key = pilot_key(cell);
   const std::filesystem::path file = pilot_dir(cell) / (key + ".json");
   std::error_code ec;

@@ -3,10 +3,12 @@
 // learning-rate pilot every arm gets (DESIGN.md "Verdicts": the same tuning procedure for every
 // arm, a learning rate from a stated grid chosen on a validation split).
 //
-// Learning-rate pilot. For each learning rate of lr_grid, a fresh model (the pilot's own
-// initialisation stream, the same for every arm of the replicate-0 streams) trains pilot_steps
-// updates (AdamW, the cell's schedule kind over pilot_steps with warm-up min(warmup_steps,
-// pilot_steps / 10)) and is scored on a validation set: text, the first pilot_tokens targets of the
+// Learning-rate pilot. For each learning rate of the task's grid (lr_grid_<task>, or lr_grid when
+// that is none), a fresh model (the pilot's own initialisation stream, the same for every arm of the
+// replicate-0 streams) trains pilot_steps updates (0: the task's steps_<task>, the arm's own
+// training budget, so the trial is a whole training run: a short pilot favours large rates, which
+// then stall on the plateau of the retrieval tasks) with AdamW, the cell's schedule kind over those
+// updates and warm-up min(warmup_steps, updates / 10), and is scored on a validation set: text, the first pilot_tokens targets of the
 // corpus' validation split in non-overlapping windows of L_train; synthetic tasks, eval_batch rows
 // of length L_train from their own stream. experiment::choose_lr picks the lowest finite validation
 // loss. The choice depends on the arm (task, encoding, sizes, grid) and the base seed only, not on
@@ -44,11 +46,16 @@ seqlab::experiment::PhaseResult train_phase(const Cell& cell, CellOutput& out, s
 
 struct PilotResult {
   double lr = 0;                 // the chosen learning rate
-  std::vector<double> grid;      // lr_grid, in order
+  std::vector<double> grid;      // lr_grid_of(cell), in order
   std::vector<double> val_loss;  // each trial's validation loss (inf: diverged)
   bool all_diverged = false;
   bool from_cache = false;
 };
+
+/// The task's learning-rate grid: lr_grid_<task>, or lr_grid when that is empty ("none").
+std::vector<double> lr_grid_of(const Cell& cell);
+/// Updates per pilot trial: pilot_steps, or steps_<task> when pilot_steps is 0.
+int pilot_steps_of(const Cell& cell);
 
 /// The arm's learning rate (file comment). trial(lr) trains a fresh model and returns its
 /// validation loss; it runs only when the cache holds no result for this arm.

@@ -181,6 +181,27 @@ TEST_CASE("position_extrapolation trains every encoding on every task at tiny sc
   CHECK(read_csv(out / "position_extrapolation_steps.csv").rows.size() == 4 * 6 * 2 + 2 * 3);
 }
 
+TEST_CASE("position_extrapolation pilots a task's own grid with whole-run trials", "[integration][position_extrapolation]") {
+  seqlab::test::TempDir d("seqlab_pe_cli");
+  const fs::path out = d.path / "res";
+  // pilot_steps = 0: each trial trains steps_<task> updates (tiny.ini: 6); mqar has its own grid.
+  const Run r = run(tiny(out, {"--task=copy,mqar", "--encoding=rope", "--pilot_steps=0", "--lr_grid_mqar=0.002 0.005"}),
+                    d.path);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const Csv pilot = read_csv(out / "position_extrapolation_pilot.csv");
+  std::map<std::string, std::set<std::string>> grid;
+  for (std::size_t i = 0; i < pilot.rows.size(); ++i) {
+    CHECK(pilot.num(i, "pilot_steps") == 6);
+    grid[pilot.at(i, "task")].insert(pilot.at(i, "lr"));
+  }
+  CHECK(grid["copy"] == std::set<std::string>{"0.001", "0.003"});
+  CHECK(grid["mqar"] == std::set<std::string>{"0.002", "0.005"});
+  const Csv runs = read_csv(out / "position_extrapolation.csv");
+  for (std::size_t i = 0; i < runs.rows.size(); ++i)
+    CHECK(grid[runs.at(i, "task")].count(runs.at(i, "lr")) == 1);
+}
+
 TEST_CASE("position_extrapolation trains on another corpus file given with --corpus",
           "[integration][position_extrapolation]") {
   seqlab::test::TempDir d("seqlab_pe_cli");
@@ -374,6 +395,7 @@ TEST_CASE("position_extrapolation rejects bad input with exit 2 and writes nothi
       {{"--task=translation"}, {"task", "'translation'"}},
       {{"--steps_copy=1", "--task=copy"}, {"warmup_steps", "steps_copy"}},
       {{"--lr_grid=0.001 -1"}, {"lr_grid"}},
+      {{"--task=mqar", "--lr_grid_mqar=0.001 0"}, {"lr_grid_mqar"}},
       // d_model 8 over 8 heads: heads of 1 dimension, no RoPE pairs to analyse.
       {{"--task=analysis", "--n_heads=8", "--analysis_head_dim=0"}, {"analysis_head_dim", "even"}},
   };
