@@ -33,16 +33,25 @@ using seqlab::experiment::Cell;
 using seqlab::experiment::CellOutput;
 using seqlab::experiment::Row;
 
-/// One training phase `phase` (pretrain, finetune_<encoding>, pilot_<k>) of `model`: `steps`
+/// The optional parts of a training phase.
+struct PhaseExtras {
+  std::function<void()> after_backward;  // called after every update's backward pass (gradients complete)
+  std::string schedule;                  // schedule kind (constant | cosine); empty = the cell's `schedule`
+  int every = 0;                         // curve window in updates; 0 = the cell's log_every
+  std::function<void(int step)> at_window;  // called after each window's curve row, model in eval mode
+};
+
+/// One training phase `phase` (pretrain, finetune_<encoding>[_<k>], pilot<k>) of `model`: `steps`
 /// updates of the cell's optimizer (weight_decay, clip_norm) at peak `lr` with the cell's schedule
-/// kind and `warmup` updates of warm-up, on fresh batches of `batch` rows of `task` drawn from
-/// `rng` (a padded task's mask is set per batch). With `curve`, one row per log_every updates goes
-/// to table "steps" (id columns + phase). Checkpointed as the cell's phase `phase`. With
-/// `after_backward`, it is called after every update's backward pass (the gradients complete).
+/// kind (or extras.schedule) and `warmup` updates of warm-up, on fresh batches of `batch` rows of
+/// `task` drawn from `rng` (a padded task's mask is set per batch). With `curve`, one row per window
+/// of extras.every (default log_every) updates and one after the last goes to table "steps" (the
+/// columns of `curve` + phase), and extras.at_window(updates done) is called after it (e.g. to
+/// evaluate; rows it adds are checkpointed with the phase). Checkpointed as the cell's phase `phase`.
 seqlab::experiment::PhaseResult train_phase(const Cell& cell, CellOutput& out, seqlab::SequenceModel& model,
                                             const seqlab::Task& task, seqlab::Rng& rng, const std::string& phase,
                                             const Row* curve, int steps, double lr, int warmup,
-                                            std::size_t batch, const std::function<void()>& after_backward = {});
+                                            std::size_t batch, const PhaseExtras& extras = {});
 
 struct PilotResult {
   double lr = 0;                 // the chosen learning rate
