@@ -252,7 +252,7 @@ def plot_text(d, out_dir):
             ax.set_title(f"{mtxt}: {what}", fontsize=9)
     fig.suptitle(f"Character-level language model on the KJV against the evaluation length ({note}"
                  + (f";\n{finetune_note(d, 'text', ft)}" if ft else "") + ")", fontsize=9)
-    fig.subplots_adjust(hspace=0.35, wspace=0.12, top=0.93)
+    fig.subplots_adjust(hspace=0.35, wspace=0.12, top=0.9 if ft else 0.93)
     legend_below(fig, axes.ravel())
     return st.save(fig, out_dir, f"{NAME}_text")
 
