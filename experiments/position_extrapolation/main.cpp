@@ -21,6 +21,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,21 @@ bool finetunes(const Cell& cell) {
          std::find(tasks.begin(), tasks.end(), cell.get_string("task")) != tasks.end();
 }
 int steps_of(const Cell& cell) { return cell.get_int32("steps_" + cell.get_string("task")); }
+// The updates after which a fine-tune is evaluated: finetune_eval_steps below finetune_steps, in
+// increasing order (the evaluation after the last update is made after the phase, whatever it did).
+std::vector<int> finetune_checkpoints(const Cell& cell) {
+  const int n = cell.get_int32("finetune_steps");
+  std::vector<int> at;
+  for (std::int64_t s : cell.get_int_list("finetune_eval_steps"))
+    if (s < n) at.push_back(static_cast<int>(s));
+  std::sort(at.begin(), at.end());
+  return at;
+}
+// The RoPE head size of the analysis: analysis_head_dim, or 0 = the trained head size d_model / n_heads.
+std::size_t analysis_head_dim(const Cell& cell) {
+  const std::size_t hd = cell.get_size("analysis_head_dim");
+  return hd != 0 ? hd : cell.get_size("d_model") / cell.get_size("n_heads");
+}
 
 ModelConfig model_config(const Cell& cell, const TaskSpec& task, const std::string& encoding) {
   ModelConfig mc;
@@ -118,7 +134,9 @@ void validate(const Cell& cell) {
   if (task == "text" && cell.get_size("sliding_stride") >= L)
     bad(cell, "sliding_stride", "an integer in [1, L_train - 1]");
   if (task == "analysis") {
-    if (cell.get_int("analysis_head_dim") % 2 != 0) bad(cell, "analysis_head_dim", "an even integer");
+    if (analysis_head_dim(cell) % 2 != 0)
+      bad(cell, "analysis_head_dim",
+          "an even integer, or 0 when d_model / n_heads (" + std::to_string(analysis_head_dim(cell)) + ") is even");
     return;
   }
   if (cell.get_int("warmup_steps") > steps_of(cell))
@@ -143,12 +161,19 @@ Row id_row(const Cell& cell, const std::string& encoding, const std::string& var
       .add("variant", variant).add("seed", cell.replicate);
   return r;
 }
+// The id columns of a training phase's curve (steps table): the run's ids and its fine-tune rate
+// scale (0 = not fine-tuned).
+Row phase_row(const Cell& cell, const std::string& encoding, const std::string& variant, double lr_scale) {
+  return id_row(cell, encoding, variant).add("finetune_lr_scale", lr_scale);
+}
+// The id columns of an evaluation (eval table): the phase's and the fine-tune updates done.
+Row eval_row(const Row& phase, int finetune_step) { return Row(phase).add("finetune_step", finetune_step); }
 
 // What a run's main-table row reports beyond the ids.
 struct RunInfo {
   std::size_t n_params = 0, vocab = 0, finetune_len = 0, untrained_rows = 0;
   int steps = 0, finetune_steps = 0;
-  double lr = std::nan(""), finetune_lr = std::nan("");
+  double lr = std::nan(""), finetune_lr = std::nan(""), finetune_lr_scale = 0;
   std::string pilot;
   const PhaseResult* result = nullptr;
   double time_s = 0;
@@ -165,7 +190,7 @@ void add_run_row(const Cell& cell, CellOutput& out, const std::string& encoding,
                   .add("n_params", info.n_params).add("vocab_size", info.vocab).add("steps", info.steps)
                   .add("lr", info.lr).add("lr_pilot", info.pilot.empty() ? std::string("none") : info.pilot)
                   .add("finetune_len", info.finetune_len).add("finetune_steps", info.finetune_steps)
-                  .add("finetune_lr", info.finetune_lr).add("steps_done", r ? r->steps_done : 0)
+                  .add("finetune_lr_scale", info.finetune_lr_scale).add("finetune_lr", info.finetune_lr).add("steps_done", r ? r->steps_done : 0)
                   .add("diverged", diverged ? 1 : 0).add("diverged_step", diverged ? r->diverged_step : -1)
                   .add("final_train_loss", r ? r->final_window_loss : std::nan(""))
                   .add("untrained_position_rows", info.untrained_rows).add("train_time_s", info.time_s));
@@ -181,7 +206,7 @@ void run_analysis(const Cell& cell, CellOutput& out) {
   }
   if (enc == "rope")  // rope, and its interpolated and NTK-scaled variants
     for (const auto& v : kRopeVariants)
-      pe::rope_decay(pe::AnalysisId{kName, "analysis", v, cell.replicate}, cell.get_size("analysis_head_dim"),
+      pe::rope_decay(pe::AnalysisId{kName, "analysis", v, cell.replicate}, analysis_head_dim(cell),
                      cell.get_size("L_train"), max_eval_len(cell) / cell.get_size("L_train"),
                      cell.get_size("rope_max_distance"), cell.get_size("analysis_samples"),
                      cell.get_string("rope_pairing"), cell.stream_seed(kAnalysisStream), out);
@@ -223,7 +248,7 @@ void run_cell(const Cell& cell, CellOutput& out) {
   const pe::PilotResult pilot = pe::lr_pilot(cell, [&](double lr) {
     Rng init(stream_seed(cell.base_seed, 0, kPilotInit)), data(stream_seed(cell.base_seed, 0, kPilotTrain));
     auto m = make_model(mc, init);
-    const int ps = cell.get_int32("pilot_steps");
+    const int ps = pe::pilot_steps_of(cell);
     const PhaseResult r = pe::train_phase(cell, out, *m, *task, data, "pilot" + std::to_string(trial_index++), nullptr, ps, lr,
                                           std::min(warmup, ps / 10), batch);
     if (r.diverged) return std::numeric_limits<double>::infinity();
@@ -237,7 +262,7 @@ void run_cell(const Cell& cell, CellOutput& out) {
   if (cell.replicate == 0)
     for (std::size_t i = 0; i < pilot.grid.size(); ++i)
       out.add_row(Row().add("experiment", kName).add("task", cell.get_string("task")).add("positional_encoding", enc)
-                      .add("lr", pilot.grid[i]).add("pilot_steps", cell.get_int("pilot_steps"))
+                      .add("lr", pilot.grid[i]).add("pilot_steps", pe::pilot_steps_of(cell))
                       .add("val_loss", pilot.val_loss[i]).add("chosen", pilot.grid[i] == pilot.lr ? 1 : 0),
                   "pilot");
 
@@ -261,9 +286,11 @@ void run_cell(const Cell& cell, CellOutput& out) {
       touched[p] = touched[p] || xt::any(xt::not_equal(xt::view(table->weight.grad, p), 0.0f));
   };
   Rng train_rng(cell.stream_seed(kTrainStream));
-  const Row id = id_row(cell, enc, "zero_shot");
+  const Row id = phase_row(cell, enc, "zero_shot", 0);
+  pe::PhaseExtras learned_rows;
+  if (table) learned_rows.after_backward = mark_touched;
   const PhaseResult pre = pe::train_phase(cell, out, *model, *task, train_rng, "pretrain", &id, steps_of(cell),
-                                          pilot.lr, warmup, batch, table ? std::function<void()>(mark_touched) : nullptr);
+                                          pilot.lr, warmup, batch, learned_rows);
   RunInfo info;
   info.n_params = model->num_parameters();
   info.vocab = spec.vocab_size;
@@ -274,39 +301,54 @@ void run_cell(const Cell& cell, CellOutput& out) {
   info.time_s = pre.train_time_s;
   if (table)  // of the rows at positions >= L_train (a row before it may also go unscored)
     info.untrained_rows = static_cast<std::size_t>(std::count(touched.begin() + Lt, touched.end(), false));
-  ev.run(out, *model, id, 0);
+  ev.run(out, *model, eval_row(id, 0), 0);
   add_run_row(cell, out, enc, "zero_shot", info);
   if (enc != "rope") return;
 
   // The same weights with position interpolation and NTK scaling, zero-shot (s = L / L_train).
   for (const std::string v : {"rope_pi", "rope_ntk"}) {
     const auto m = copy_of(*model, model_config(cell, spec, v));
-    ev.run(out, *m, id_row(cell, v, "zero_shot"), 0);
+    ev.run(out, *m, eval_row(phase_row(cell, v, "zero_shot", 0), 0), 0);
     add_run_row(cell, out, v, "zero_shot", info);
   }
   if (!finetunes(cell) || pre.diverged) return;
   // Chen et al. 2023 §3: each variant fine-tuned for the same updates on the same batches at
-  // L' = finetune_ratio·L_train (rows of L', so the pi / ntk scale is s = L'/L_train), at the lower
-  // learning rate finetune_lr_scale·lr; evaluated with that scale for L <= L' (inputs padded to L')
+  // L' = finetune_ratio·L_train (rows of L', so the pi / ntk scale is s = L'/L_train), at a lower
+  // peak learning rate (each of finetune_lr_scale × lr) with the schedule finetune_schedule;
+  // evaluated after each of finetune_eval_steps updates and after the last (Chen et al. Table 4:
+  // the window reached against fine-tune steps), with that scale for L <= L' (inputs padded to L')
   // and s = L / L_train beyond. rope is direct fine-tuning (no scaling).
   const std::size_t Lf = finetune_len(cell);
   const std::unique_ptr<Task> ft_task = pe::cell_task(cell, Lf, corpus);
-  for (const auto& v : kRopeVariants) {
-    const auto m = copy_of(*model, model_config(cell, spec, v));
-    Rng ft_rng(cell.stream_seed(kFinetuneStream));
-    const Row fid = id_row(cell, v, "finetuned");
-    RunInfo fi = info;
-    fi.finetune_len = Lf;
-    fi.finetune_steps = cell.get_int32("finetune_steps");
-    fi.finetune_lr = pilot.lr * cell.get_real("finetune_lr_scale");
-    const PhaseResult ft = pe::train_phase(cell, out, *m, *ft_task, ft_rng, "finetune_" + v, &fid, fi.finetune_steps,
-                                           fi.finetune_lr, cell.get_int32("finetune_warmup_steps"),
-                                           cell.get_size("finetune_batch"));
-    fi.result = &ft;
-    fi.time_s = pre.train_time_s + ft.train_time_s;
-    ev.run(out, *m, fid, v == "rope" ? 0 : Lf);
-    add_run_row(cell, out, v, "finetuned", fi);
-  }
+  const std::vector<int> at = finetune_checkpoints(cell);
+  pe::PhaseExtras plan;
+  plan.schedule = cell.get_string("finetune_schedule");
+  plan.every = cell.get_int32("finetune_steps");  // one curve window per stretch between evaluations
+  for (int s : at) plan.every = std::gcd(plan.every, s);
+  const std::vector<double> scales = cell.get_real_list("finetune_lr_scale");
+  for (std::size_t k = 0; k < scales.size(); ++k)
+    for (const auto& v : kRopeVariants) {
+      const auto m = copy_of(*model, model_config(cell, spec, v));
+      Rng ft_rng(cell.stream_seed(kFinetuneStream));
+      const Row fid = phase_row(cell, v, "finetuned", scales[k]);
+      const std::size_t width = v == "rope" ? 0 : Lf;
+      RunInfo fi = info;
+      fi.finetune_len = Lf;
+      fi.finetune_steps = cell.get_int32("finetune_steps");
+      fi.finetune_lr_scale = scales[k];
+      fi.finetune_lr = pilot.lr * scales[k];
+      plan.at_window = [&](int step) {
+        if (std::binary_search(at.begin(), at.end(), step)) ev.run(out, *m, eval_row(fid, step), width);
+      };
+      const std::string phase = "finetune_" + v + (k == 0 ? "" : "_" + std::to_string(k));
+      const PhaseResult ft = pe::train_phase(cell, out, *m, *ft_task, ft_rng, phase, &fid, fi.finetune_steps,
+                                             fi.finetune_lr, cell.get_int32("finetune_warmup_steps"),
+                                             cell.get_size("finetune_batch"), plan);
+      fi.result = &ft;
+      fi.time_s = pre.train_time_s + ft.train_time_s;
+      ev.run(out, *m, eval_row(fid, ft.steps_done), width);
+      add_run_row(cell, out, v, "finetuned", fi);
+    }
 }
 
 }  // namespace
@@ -353,8 +395,15 @@ int main(int argc, char** argv) {
       int_option("steps_copy", 300, "updates", "training updates, task copy").at_least(1).at_most(1e9),
       int_option("steps_mqar", 500, "updates", "training updates, task mqar").at_least(1).at_most(1e9),
       int_option("steps_passkey", 400, "updates", "training updates, task passkey").at_least(1).at_most(1e9),
-      real_list_option("lr_grid", "0.001 0.002 0.004", "1", "learning rates the pilot tries").greater_than(0),
-      int_option("pilot_steps", 100, "updates", "updates per pilot trial").at_least(1).at_most(1e9),
+      real_list_option("lr_grid", "0.001 0.002 0.004", "1", "learning rates the pilot tries (every task without its own)")
+          .greater_than(0),
+      real_list_option("lr_grid_text", "none", "1", "task text: its own pilot grid (none: lr_grid)").empty_as("none").greater_than(0),
+      real_list_option("lr_grid_copy", "none", "1", "task copy: its own pilot grid (none: lr_grid)").empty_as("none").greater_than(0),
+      real_list_option("lr_grid_mqar", "none", "1", "task mqar: its own pilot grid (none: lr_grid)").empty_as("none").greater_than(0),
+      real_list_option("lr_grid_passkey", "none", "1", "task passkey: its own pilot grid (none: lr_grid)")
+          .empty_as("none").greater_than(0),
+      int_option("pilot_steps", 100, "updates", "updates per pilot trial; 0 = the task's steps_<task> (a whole run)")
+          .at_least(0).at_most(1e9),
       int_option("pilot_tokens", 4096, "characters", "text: validation targets scoring a pilot trial").at_least(1).at_most(1e9),
       string_option("optimizer", "adamw", "optimizer").one_of({"adam", "adamw", "sgd"}),
       real_option("weight_decay", 0.01, "1", "weight decay (decoupled for adamw)").at_least(0),
@@ -366,8 +415,17 @@ int main(int argc, char** argv) {
       int_option("finetune_ratio", 4, "1", "fine-tune length L' = finetune_ratio*L_train").at_least(2).at_most(64),
       int_option("finetune_steps", 60, "updates", "fine-tune updates per variant (0: none)").at_least(0).at_most(1e9),
       int_option("finetune_batch", 8, "sequences", "fine-tune batch (rows of L')").at_least(1).at_most(1 << 20),
-      real_option("finetune_lr_scale", 0.2, "1", "fine-tune peak learning rate = this * the pilot's lr").greater_than(0),
+      real_list_option("finetune_lr_scale", "0.2", "1",
+                       "fine-tune peak learning rates = each of these * the pilot's lr (each fine-tunes the three variants)")
+          .greater_than(0),
       int_option("finetune_warmup_steps", 10, "updates", "fine-tune warm-up").at_least(0).at_most(1e9),
+      string_option("finetune_schedule", "constant",
+                    "fine-tune schedule after the warm-up: constant (an evaluation after k updates is a fine-tune "
+                    "of k updates) | cosine (over finetune_steps)")
+          .one_of({"constant", "cosine"}),
+      int_list_option("finetune_eval_steps", "25 50", "updates",
+                      "fine-tune updates after which each fine-tune is also evaluated (besides after the last)")
+          .empty_as("none").at_least(1).at_most_key("finetune_steps"),
       int_option("eval_batch", 128, "sequences", "synthetic: test rows per length (and pilot validation rows)")
           .at_least(1).at_most(1 << 20),
       int_option("log_every", 50, "updates", "updates per row of the steps table").at_least(1).at_most(1e9),
@@ -387,7 +445,8 @@ int main(int argc, char** argv) {
       int_option("mqar_n_values", 16, "tokens", "mqar: value vocabulary").at_least(1).at_most(1 << 20),
       int_option("passkey_digits", 5, "digits", "passkey: distinct digits of the key").at_least(1).at_most(10),
       int_option("passkey_filler", 5, "tokens", "passkey: period of the repeated filler").at_least(1).at_most(1 << 20),
-      int_option("analysis_head_dim", 64, "units", "analysis: RoPE head size (even)").at_least(2).at_most(1024),
+      int_option("analysis_head_dim", 64, "units", "analysis: RoPE head size (even); 0 = the trained d_model / n_heads")
+          .at_least(0).at_most(1024),
       int_option("analysis_samples", 2000, "samples", "analysis: random (q, k) pairs for RoPE decay").at_least(1).at_most(1e6),
       int_option("rope_max_distance", 4096, "tokens", "analysis: longest RoPE decay distance").at_least(64).at_most(1 << 22),
       int_option("alias_search_to", 20000, "tokens", "analysis: distances searched for sinusoidal aliasing")
@@ -407,11 +466,12 @@ int main(int argc, char** argv) {
   spec.tables = {
       {kMainTable,
        cols({"derived_seed", "L_train", "max_eval_len", "d_model", "num_layers", "n_heads", "n_params", "vocab_size",
-             "steps", "lr", "lr_pilot", "finetune_len", "finetune_steps", "finetune_lr", "steps_done", "diverged",
+             "steps", "lr", "lr_pilot", "finetune_len", "finetune_steps", "finetune_lr_scale", "finetune_lr",
+             "steps_done", "diverged",
              "diverged_step", "final_train_loss", "untrained_position_rows", "train_time_s"})},
-      {"eval", cols({"mode", "stride", "L_train", "eval_len", "eval_ratio", "bucket", "n_scored", "loss_nats",
+      {"eval", cols({"finetune_lr_scale", "finetune_step", "mode", "stride", "L_train", "eval_len", "eval_ratio", "bucket", "n_scored", "loss_nats",
                      "perplexity", "accuracy", "baseline_accuracy", "baseline_loss_nats"})},
-      {"steps", cols({"phase", "step", "train_loss", "grad_norm", "lr"})},
+      {"steps", cols({"finetune_lr_scale", "phase", "step", "train_loss", "grad_norm", "lr"})},
       {"pilot", {"experiment", "task", "positional_encoding", "lr", "pilot_steps", "val_loss", "chosen"}},
       {"similarity", acols({"d_model", "distance", "position", "dot", "cosine", "dot_closed_form",
                             "cosine_closed_form", "claimed_cosine"})},

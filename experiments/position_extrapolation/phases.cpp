@@ -25,14 +25,14 @@ using namespace seqlab::experiment;
 
 PhaseResult train_phase(const Cell& cell, CellOutput& out, SequenceModel& model, const Task& task, Rng& rng,
                         const std::string& phase, const Row* curve, int steps, double lr, int warmup,
-                        std::size_t batch, const std::function<void()>& after_backward) {
+                        std::size_t batch, const PhaseExtras& extras) {
   const std::vector<Parameter*> params = model.parameters();
   OptimizerConfig oc;
   oc.lr = static_cast<float>(lr);
   oc.weight_decay = cell.get_float("weight_decay");
   auto optim = make_optimizer(cell.get_string("optimizer"), params, oc);
   LrSchedule schedule;
-  schedule.kind = cell.get_string("schedule");
+  schedule.kind = extras.schedule.empty() ? cell.get_string("schedule") : extras.schedule;
   schedule.base_lr = static_cast<float>(lr);
   schedule.warmup_steps = warmup;
   schedule.total_steps = std::max(1, steps);
@@ -40,14 +40,22 @@ PhaseResult train_phase(const Cell& cell, CellOutput& out, SequenceModel& model,
   CrossEntropyLoss ce;
   TrainingPhase ph(cell, out, &model, phase);
   ph.steps(steps).clip_norm(cell.get_real("clip_norm"));
-  if (curve != nullptr) ph.curve(cell.get_int32("log_every"), "steps", Row(*curve).add("phase", phase));
+  const int every = extras.every > 0 ? extras.every : cell.get_int32("log_every");
+  if (curve != nullptr && !extras.at_window) ph.curve(every, "steps", Row(*curve).add("phase", phase));
+  if (curve != nullptr && extras.at_window)  // the curve row (as TrainingPhase::curve), then the caller's hook
+    ph.every(every, [&, id = Row(*curve).add("phase", phase)](const TrainingWindow& w) {
+      out.add_row(Row(id).add("step", w.step).add("train_loss", w.mean_loss).add("grad_norm", w.mean_grad_norm)
+                      .add("lr", w.lr), "steps");
+      extras.at_window(w.step);
+      return false;
+    });
   ph.state().add("data_rng", rng);
   return ph.run(params, *optim, schedule, [&](int) {
     const TaskBatch b = task.sample(batch, rng);
     if (tm != nullptr) tm->set_padding(b.padding.size() > 0 ? &b.padding : nullptr);
     const double loss = ce.forward(rows_of(model.forward(b.tokens)), ids_of(b.targets));
     model.backward(unrows(ce.backward(), batch, b.tokens.shape()[1]));
-    if (after_backward) after_backward();
+    if (extras.after_backward) extras.after_backward();
     if (tm != nullptr) tm->set_padding(nullptr);
     return loss;
   });
@@ -73,9 +81,19 @@ std::string pilot_key(const Cell& cell) {
 
 }  // namespace
 
+std::vector<double> lr_grid_of(const Cell& cell) {
+  const std::vector<double> own = cell.get_real_list("lr_grid_" + cell.get_string("task"));
+  return own.empty() ? cell.get_real_list("lr_grid") : own;
+}
+
+int pilot_steps_of(const Cell& cell) {
+  const int n = cell.get_int32("pilot_steps");
+  return n > 0 ? n : cell.get_int32("steps_" + cell.get_string("task"));
+}
+
 PilotResult lr_pilot(const Cell& cell, const std::function<double(double lr)>& trial) {
   PilotResult p;
-  p.grid = cell.get_real_list("lr_grid");
+  p.grid = lr_grid_of(cell);
   const std::string key = pilot_key(cell);
   const std::filesystem::path file = pilot_dir(cell) / (key + ".json");
   std::error_code ec;

@@ -82,9 +82,9 @@ void check_tables(const fs::path& out, std::size_t n_tasks, std::size_t finetune
   CHECK(runs.header == std::vector<std::string>{
                            "experiment", "task", "positional_encoding", "variant", "seed", "derived_seed", "L_train",
                            "max_eval_len", "d_model", "num_layers", "n_heads", "n_params", "vocab_size", "steps",
-                           "lr", "lr_pilot", "finetune_len", "finetune_steps", "finetune_lr", "steps_done",
-                           "diverged", "diverged_step", "final_train_loss", "untrained_position_rows",
-                           "train_time_s"});
+                           "lr", "lr_pilot", "finetune_len", "finetune_steps", "finetune_lr_scale",
+                           "finetune_lr", "steps_done", "diverged", "diverged_step", "final_train_loss",
+                           "untrained_position_rows", "train_time_s"});
   // Per task: 6 encodings + rope_pi and rope_ntk zero-shot, + 3 fine-tuned where fine-tuned.
   CHECK(runs.rows.size() == n_tasks * 8 + finetune_tasks * 3);
   std::set<std::string> seen;
@@ -100,22 +100,34 @@ void check_tables(const fs::path& out, std::size_t n_tasks, std::size_t finetune
     if (runs.at(i, "variant") == "finetuned") {
       CHECK(runs.num(i, "finetune_len") == 32);
       CHECK(runs.num(i, "finetune_steps") == 3);
+      CHECK(runs.num(i, "finetune_lr_scale") == 0.2);
       CHECK_THAT(runs.num(i, "finetune_lr"), WithinRel(0.2 * runs.num(i, "lr"), 1e-6));
+    } else {
+      CHECK(runs.num(i, "finetune_lr_scale") == 0);
     }
   }
   for (const char* v : {"rope_pi", "rope_ntk"}) CHECK(seen.count(std::string("text/") + v + "/zero_shot") == 1);
   for (const char* v : {"rope", "rope_pi", "rope_ntk"}) CHECK(seen.count(std::string("text/") + v + "/finetuned") == 1);
 
   const Csv ev = read_csv(out / "position_extrapolation_eval.csv");
-  CHECK(ev.header == std::vector<std::string>{"experiment", "task", "positional_encoding", "variant", "seed", "mode",
-                                              "stride", "L_train", "eval_len", "eval_ratio", "bucket", "n_scored",
-                                              "loss_nats", "perplexity", "accuracy", "baseline_accuracy",
-                                              "baseline_loss_nats"});
-  std::map<std::string, double> text_all;  // "mode/length/encoding/variant" -> n_scored
+  CHECK(ev.header == std::vector<std::string>{"experiment", "task", "positional_encoding", "variant", "seed",
+                                              "finetune_lr_scale", "finetune_step", "mode", "stride", "L_train",
+                                              "eval_len", "eval_ratio", "bucket", "n_scored", "loss_nats",
+                                              "perplexity", "accuracy", "baseline_accuracy", "baseline_loss_nats"});
+  std::map<std::string, double> text_all;  // "mode/length/encoding/variant/finetune_step" -> n_scored
+  std::set<std::string> budgets;           // "task/encoding/finetune_step" of the fine-tuned evaluations
   for (std::size_t i = 0; i < ev.rows.size(); ++i) {
     INFO("eval row " << i);
     const std::string task = ev.at(i, "task"), bucket = ev.at(i, "bucket"), mode = ev.at(i, "mode");
     CHECK(ev.num(i, "eval_len") == 16 * ev.num(i, "eval_ratio"));
+    // Fine-tunes are evaluated after finetune_eval_steps (tiny.ini: 1 2) and after the last update (3).
+    if (ev.at(i, "variant") == "finetuned") {
+      CHECK(ev.num(i, "finetune_lr_scale") == 0.2);
+      budgets.insert(task + "/" + ev.at(i, "positional_encoding") + "/" + ev.at(i, "finetune_step"));
+    } else {
+      CHECK(ev.num(i, "finetune_lr_scale") == 0);
+      CHECK(ev.num(i, "finetune_step") == 0);
+    }
     const double n = ev.num(i, "n_scored");
     if (bucket == "beyond_train_len" && ev.num(i, "eval_ratio") == 1) {  // nothing lies beyond at 1x
       CHECK(n == 0);
@@ -132,7 +144,8 @@ void check_tables(const fs::path& out, std::size_t n_tasks, std::size_t finetune
       CHECK(ev.num(i, "stride") == (mode == "sliding" ? 8 : ev.num(i, "eval_len")));
       if (bucket == "all") {
         CHECK(n == 64);  // eval_tokens: the same targets at every length and in both modes
-        text_all[mode + "/" + ev.at(i, "eval_len") + "/" + ev.at(i, "positional_encoding") + "/" + ev.at(i, "variant")] = n;
+        text_all[mode + "/" + ev.at(i, "eval_len") + "/" + ev.at(i, "positional_encoding") + "/" + ev.at(i, "variant") +
+                 "/" + ev.at(i, "finetune_step")] = n;
       }
     } else {
       CHECK(mode == "rows");
@@ -147,8 +160,11 @@ void check_tables(const fs::path& out, std::size_t n_tasks, std::size_t finetune
       CHECK(ev.num(i, "baseline_accuracy") <= 1);
     }
   }
-  // text: 2 modes x 2 lengths x (6 encodings + 2 zero-shot variants + 3 fine-tuned).
-  CHECK(text_all.size() == 2 * 2 * 11);
+  // text: 2 modes x 2 lengths x (6 encodings + 2 zero-shot variants + 3 fine-tuned x 3 budgets).
+  CHECK(text_all.size() == 2 * 2 * 17);
+  for (const char* v : {"rope", "rope_pi", "rope_ntk"})
+    for (const char* k : {"1", "2", "3"}) CHECK(budgets.count(std::string("text/") + v + "/" + k) == 1);
+  CHECK(budgets.size() == finetune_tasks * 3 * 3);
   CHECK(fs::exists(out / "position_extrapolation.meta.json"));
   // The pilot table: each trained arm's two trials once (replicate 0), one chosen.
   const Csv pilot = read_csv(out / "position_extrapolation_pilot.csv");
@@ -177,8 +193,85 @@ TEST_CASE("position_extrapolation trains every encoding on every task at tiny sc
   std::size_t cached = 0;
   for (const auto& e : fs::directory_iterator(out / "pilots")) cached += e.path().extension() == ".json" ? 1 : 0;
   CHECK(cached == 4 * 6);
-  // Steps: pretraining 6 updates logged every 3 (rows 3, 6) per training cell; fine-tunes 3 (row 3).
-  CHECK(read_csv(out / "position_extrapolation_steps.csv").rows.size() == 4 * 6 * 2 + 2 * 3);
+  // Steps: pretraining 6 updates logged every 3 (rows 3, 6) per training cell; fine-tunes of 3
+  // updates evaluated after 1 and 2: a curve row per update (the windows end at the evaluations).
+  const Csv steps = read_csv(out / "position_extrapolation_steps.csv");
+  CHECK(steps.rows.size() == 4 * 6 * 2 + 2 * 3 * 3);
+  // The fine-tune schedule (tiny.ini: constant after 1 warm-up update): every update at 0.2 x lr.
+  for (std::size_t i = 0; i < steps.rows.size(); ++i)
+    if (steps.at(i, "variant") == "finetuned") {
+      CHECK(steps.num(i, "finetune_lr_scale") == 0.2);
+      CHECK(steps.at(i, "phase") == "finetune_" + steps.at(i, "positional_encoding"));
+      for (std::size_t j = 0; j < runs.rows.size(); ++j)
+        if (runs.at(j, "task") == steps.at(i, "task") && runs.at(j, "positional_encoding") == "rope" &&
+            runs.at(j, "variant") == "zero_shot")
+          CHECK_THAT(steps.num(i, "lr"), WithinRel(0.2 * runs.num(j, "lr"), 1e-6));
+    }
+}
+
+TEST_CASE("position_extrapolation fine-tunes once per rate of finetune_lr_scale", "[integration][position_extrapolation]") {
+  seqlab::test::TempDir d("seqlab_pe_cli");
+  const fs::path out = d.path / "res";
+  const Run r = run(tiny(out, {"--task=passkey", "--encoding=rope", "--finetune_lr_scale=0.2 0.05",
+                               "--finetune_eval_steps=none", "--finetune_schedule=cosine"}),
+                    d.path);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const Csv runs = read_csv(out / "position_extrapolation.csv");
+  std::map<std::string, double> lr;  // "variant/encoding/scale" -> finetune_lr
+  double base = 0;
+  for (std::size_t i = 0; i < runs.rows.size(); ++i) {
+    if (runs.at(i, "variant") == "zero_shot" && runs.at(i, "positional_encoding") == "rope") base = runs.num(i, "lr");
+    if (runs.at(i, "variant") == "finetuned")
+      lr[runs.at(i, "positional_encoding") + "/" + runs.at(i, "finetune_lr_scale")] = runs.num(i, "finetune_lr");
+  }
+  REQUIRE(lr.size() == 6);
+  for (const char* v : {"rope", "rope_pi", "rope_ntk"}) {
+    CHECK_THAT(lr[std::string(v) + "/0.2"], WithinRel(0.2 * base, 1e-6));
+    CHECK_THAT(lr[std::string(v) + "/0.05"], WithinRel(0.05 * base, 1e-6));
+  }
+  // No intermediate evaluations: one per fine-tune, after its 3 updates.
+  const Csv ev = read_csv(out / "position_extrapolation_eval.csv");
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < ev.rows.size(); ++i)
+    if (ev.at(i, "variant") == "finetuned") {
+      CHECK(ev.num(i, "finetune_step") == 3);
+      seen.insert(ev.at(i, "positional_encoding") + "/" + ev.at(i, "finetune_lr_scale"));
+    }
+  CHECK(seen.size() == 6);
+  // Phases: finetune_<variant> for the first rate, finetune_<variant>_1 for the second; cosine: the
+  // rate falls after the warm-up update.
+  const Csv steps = read_csv(out / "position_extrapolation_steps.csv");
+  std::set<std::string> phases;
+  for (std::size_t i = 0; i < steps.rows.size(); ++i) {
+    if (steps.at(i, "variant") != "finetuned") continue;
+    phases.insert(steps.at(i, "phase"));
+    CHECK(steps.at(i, "phase") == "finetune_" + steps.at(i, "positional_encoding") +
+                                      (steps.at(i, "finetune_lr_scale") == "0.05" ? "_1" : ""));
+    CHECK(steps.num(i, "lr") < std::stod(steps.at(i, "finetune_lr_scale")) * base);  // the window's last update
+  }
+  CHECK(phases.size() == 6);
+}
+
+TEST_CASE("position_extrapolation pilots a task's own grid with whole-run trials", "[integration][position_extrapolation]") {
+  seqlab::test::TempDir d("seqlab_pe_cli");
+  const fs::path out = d.path / "res";
+  // pilot_steps = 0: each trial trains steps_<task> updates (tiny.ini: 6); mqar has its own grid.
+  const Run r = run(tiny(out, {"--task=copy,mqar", "--encoding=rope", "--pilot_steps=0", "--lr_grid_mqar=0.002 0.005"}),
+                    d.path);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const Csv pilot = read_csv(out / "position_extrapolation_pilot.csv");
+  std::map<std::string, std::set<std::string>> grid;
+  for (std::size_t i = 0; i < pilot.rows.size(); ++i) {
+    CHECK(pilot.num(i, "pilot_steps") == 6);
+    grid[pilot.at(i, "task")].insert(pilot.at(i, "lr"));
+  }
+  CHECK(grid["copy"] == std::set<std::string>{"0.001", "0.003"});
+  CHECK(grid["mqar"] == std::set<std::string>{"0.002", "0.005"});
+  const Csv runs = read_csv(out / "position_extrapolation.csv");
+  for (std::size_t i = 0; i < runs.rows.size(); ++i)
+    CHECK(grid[runs.at(i, "task")].count(runs.at(i, "lr")) == 1);
 }
 
 TEST_CASE("position_extrapolation trains on another corpus file given with --corpus",
@@ -320,6 +413,15 @@ TEST_CASE("position_extrapolation analysis numbers match closed forms", "[integr
   CHECK(runs.rows.size() == 6);
   for (std::size_t i = 0; i < runs.rows.size(); ++i) CHECK(runs.at(i, "variant") == "analysis");
   CHECK(read_csv(out / "position_extrapolation_eval.csv").rows.empty());
+
+  // analysis_head_dim = 0: the trained head size, d_model / n_heads (tiny.ini: 8 / 2).
+  const fs::path out0 = d.path / "res0";
+  const Run r0 = run(tiny(out0, {"--task=analysis", "--encoding=rope", "--analysis_head_dim=0"}), d.path);
+  INFO(r0.err);
+  REQUIRE(r0.code == 0);
+  const Csv rd0 = read_csv(out0 / "position_extrapolation_rope_decay.csv");
+  REQUIRE(!rd0.rows.empty());
+  for (std::size_t i = 0; i < rd0.rows.size(); ++i) CHECK(rd0.num(i, "head_dim") == 4);
 }
 
 TEST_CASE("position_extrapolation is deterministic for the same seed", "[integration][position_extrapolation]") {
@@ -365,6 +467,12 @@ TEST_CASE("position_extrapolation rejects bad input with exit 2 and writes nothi
       {{"--task=translation"}, {"task", "'translation'"}},
       {{"--steps_copy=1", "--task=copy"}, {"warmup_steps", "steps_copy"}},
       {{"--lr_grid=0.001 -1"}, {"lr_grid"}},
+      {{"--task=mqar", "--lr_grid_mqar=0.001 0"}, {"lr_grid_mqar"}},
+      {{"--finetune_eval_steps=1 4"}, {"finetune_eval_steps", "finetune_steps"}},
+      {{"--finetune_lr_scale=0.2 0"}, {"finetune_lr_scale"}},
+      {{"--finetune_schedule=linear"}, {"finetune_schedule", "'linear'"}},
+      // d_model 8 over 8 heads: heads of 1 dimension, no RoPE pairs to analyse.
+      {{"--task=analysis", "--n_heads=8", "--analysis_head_dim=0"}, {"analysis_head_dim", "even"}},
   };
   for (const auto& c : cases) {
     const Run r = run(tiny(out, c.args), d.path);

@@ -8,11 +8,14 @@ Checks: every figure (PNG and PDF) and the similarity-table CSV are written; ver
 well-formed rows with the verdicts the fixture's numbers imply (the 0.92/0.65/0.12/-0.06 claim
 fails, the dot product's independence of p is shown by construction, the learned table's rows past
 L_train get no gradient by construction, the tiny models sit at the floor on copy); the rules on
-edited copies (sinusoidal falling beyond L_train holds, flat at 1 is the ceiling, flat below 1
-fails, a flatter rope holds; ALiBi flat holds, falling fails; PI fine-tuned above direct
-fine-tuning holds); a CSV without a column or a missing CSV makes the script exit 2 naming it, and
-verdicts() raise DataError; a run whose encodings decide no claim still gets its figures (exit 0,
-a note), while verdicts() raise.
+edited copies, with the pilot's choice made interior (sinusoidal falling beyond L_train holds, flat
+at 1 is the ceiling, flat below 1 fails, a flatter rope holds, with per-ratio values; ALiBi flat
+holds, falling fails; PI fine-tuned above direct fine-tuning holds at the verdicts' fine-tune
+budget, whatever the other budgets say); a pilot that chose an end of its grid makes a decided
+verdict inconclusive, 'lr censored'; tables without the fine-tune columns (written before them)
+give the same fine-tune verdicts; a CSV without a column or a missing CSV makes the script exit 2
+naming it, and verdicts() raise DataError; a run whose encodings decide no claim still gets its
+figures (exit 0, a note), while verdicts() raise.
 """
 import csv
 import os
@@ -39,8 +42,18 @@ def main():
         check(r.returncode == 0, f"plot script exit {r.returncode}: {r.stderr}")
         figs = os.path.join(res, "figures")
         check_figures(res, [f"{NAME}_{stem}" for stem in
-                            ("text", "copy", "mqar", "passkey", "similarity", "rope_decay", "resolution")],
+                            ("text", "copy", "mqar", "passkey", "finetune", "similarity", "rope_decay",
+                             "resolution")],
                       "missing figure {path}")
+        ft_table = os.path.join(figs, f"{NAME}_finetune_table.csv")
+        check(os.path.isfile(ft_table), "missing fine-tune table CSV")
+        if os.path.isfile(ft_table):
+            with open(ft_table, newline="") as f:
+                ft_rows = list(csv.DictReader(f))
+            # tiny.ini: text and passkey, 3 variants, 1 rate, evaluated after 1, 2 and 3 updates, at 1x and 2x.
+            check(len(ft_rows) == 2 * 3 * 3 * 2, f"fine-tune table has {len(ft_rows)} rows, expected 36")
+            check({r["finetune_step"] for r in ft_rows} == {"1", "2", "3"},
+                  f"fine-tune table budgets {sorted({r['finetune_step'] for r in ft_rows})}")
         table = os.path.join(figs, f"{NAME}_similarity_table.csv")
         check(os.path.isfile(table), "missing similarity table CSV")
         if os.path.isfile(table):
@@ -80,8 +93,25 @@ def main():
 
         # The rules on edited copies of the copy task's rows (accuracy; 1x: every scored position,
         # 2x: the predictions at positions >= L_train). Seeds differ by 0.01 so intervals have width.
+        # tiny.ini's grid has two rates, so every pilot chose an end of it ('lr censored'): the pilot
+        # table gets a rate below and one above each arm's grid, not chosen, making every choice interior.
         ed = fresh(FIXTURE, tmp, "edited")
         eval_csv = plot.path_of(ed, "eval")
+        pilot_csv = plot.path_of(ed, "pilot")
+        with open(pilot_csv, newline="") as f:
+            censored_pilot = f.read()
+
+        def interior(header, body):
+            i = {c: header.index(c) for c in ("task", "positional_encoding", "lr", "chosen")}
+            extra = []
+            for arm in dict.fromkeys((b[i["task"]], b[i["positional_encoding"]]) for b in body):
+                lrs = [float(b[i["lr"]]) for b in body if (b[i["task"]], b[i["positional_encoding"]]) == arm]
+                for lr in (min(lrs) / 2, max(lrs) * 2):
+                    row = list(next(b for b in body if (b[i["task"]], b[i["positional_encoding"]]) == arm))
+                    row[i["lr"]], row[i["chosen"]] = repr(lr), "0"
+                    extra.append(row)
+            return header, body + extra
+        rewrite_csv(pilot_csv, interior)
 
         def set_acc(enc, by_ratio, variant="zero_shot", base=0.2):
             def fn(header, body):
@@ -141,7 +171,67 @@ def main():
               f"alibi flat but not learned: {got['verdict']}: {got.get('reason')}")
         rewrite_csv(eval_csv, set_acc("sinusoidal", {1: 1.0, 2: 0.6}))
         check(verdict("Sinusoidal encodings fail")["verdict"] == "holds", "sinusoidal falling, converged: holds")
-        check(verdict("Rotary (RoPE) degrades less")["verdict"] == "holds", "rope flatter, converged: holds")
+        got = verdict("Rotary (RoPE) degrades less")
+        check(got["verdict"] == "holds", "rope flatter, converged: holds")
+        # Beside the pooled verdict, the per-ratio difference of the degradations: 0.4 - 0.1 = +0.3 at 2x.
+        check("Per ratio" in got["measured"] and "2x: +0.3" in got["measured"],
+              f"rope vs sinusoidal: no per-ratio value: {got['measured']}")
+        # The same numbers with the pilot's original choices (an end of the two-rate grid): the decided
+        # verdict becomes inconclusive, lr censored, naming the arm and keeping what the interval says.
+        with open(pilot_csv, "w", newline="") as f:
+            f.write(censored_pilot)
+        got = verdict("Sinusoidal encodings fail")
+        check(got["verdict"] == "inconclusive" and "lr censored: sinusoidal chose" in got["reason"]
+              and "would say holds" in got["reason"], f"censored pilot: {got['verdict']}: {got['reason']}")
+        rewrite_csv(pilot_csv, interior)
+
+        # PI fine-tuned against direct fine-tuning (passkey, fine-tuned in tiny.ini for 3 updates,
+        # evaluated after 1, 2 and 3): the verdicts read the largest budget <= plot.FT_BUDGET (3);
+        # PI above direct there holds, whatever the other budgets say.
+        check(plot.FT_BUDGET >= 3, "FT_BUDGET below tiny.ini's fine-tune")
+
+        def set_ft(by_enc_step):
+            def fn(header, body):
+                i = {c: header.index(c) for c in ("task", "positional_encoding", "variant", "bucket", "seed",
+                                                  "finetune_step", "accuracy", "baseline_accuracy")}
+                for b in body:
+                    if b[i["task"]] != "passkey":
+                        continue
+                    b[i["baseline_accuracy"]] = "0.1"
+                    key = (b[i["positional_encoding"]], int(b[i["finetune_step"]]))
+                    if b[i["variant"]] == "finetuned" and b[i["bucket"]] in ("all", "beyond_train_len") \
+                            and key in by_enc_step:
+                        b[i["accuracy"]] = str(by_enc_step[key] - 0.01 * int(b[i["seed"]]))
+                return header, body
+            return fn
+        rewrite_csv(eval_csv, set_ft({("rope_pi", 3): 0.9, ("rope", 3): 0.5, ("rope_pi", 1): 0.2, ("rope", 1): 0.8,
+                                      ("rope_pi", 2): 0.2, ("rope", 2): 0.8}))
+        got = next(v for v in plot.verdicts(ed) if v["claim"].startswith("Position interpolation with fine-tuning")
+                   and v["claim"].endswith("(passkey)"))
+        check(got["verdict"] == "holds" and "3 fine-tune updates" in got["claim"],
+              f"PI fine-tuned above direct at the budget: {got['verdict']} ({got['claim']})")
+        check("Against fine-tune updates" in got["measured"] and "rope_pi 1: 0.19" in got["measured"],
+              f"PI vs direct: no values against the fine-tune updates: {got['measured']}")
+        # Tables written before the fine-tune columns (one budget per fine-tune): the same verdict.
+        old = fresh(FIXTURE, tmp, "old_layout")
+        for table_name in ("eval", "pilot", "steps"):
+            with open(plot.path_of(ed, table_name), newline="") as f:
+                text = f.read()
+            with open(plot.path_of(old, table_name), "w", newline="") as f:
+                f.write(text)
+
+        def old_layout(header, body):
+            if "finetune_step" in header:
+                k = header.index("finetune_step")
+                body = [b for b in body if b[k] in ("0", "3")]
+            keep = [c for c in header if c not in ("finetune_lr_scale", "finetune_step")]
+            idx = [header.index(c) for c in keep]
+            return keep, [[b[j] for j in idx] for b in body]
+        rewrite_csv(plot.path_of(old, "eval"), old_layout)
+        rewrite_csv(plot.path_of(old, "steps"), old_layout)
+        got_old = next(v for v in plot.verdicts(old) if v["claim"] == got["claim"])
+        check(got_old["verdict"] == got["verdict"] and got_old["effect"] == got["effect"],
+              f"old table layout: {got_old['verdict']} {got_old['effect']} vs {got['verdict']} {got['effect']}")
 
         # A missing column: exit 2 naming it, verdicts() raises DataError.
         for table_name, column in (("eval", "accuracy"), ("similarity", "cosine"), ("main", "variant"),
