@@ -1,12 +1,17 @@
 # Build provenance: the git commit the sources are at and whether they differ from it, written
 # into a generated C++ file compiled into seqlab::experiment (read by build_info(),
-# lib/src/experiment/metadata.cpp). It runs at BUILD time, on every build (an always-run target
-# of CMakeLists.txt), so a binary records the sources it was built from, however far the tree's
-# HEAD moves while it runs.
+# lib/src/experiment/metadata.cpp). It runs at BUILD time, on every build, so a binary records
+# the sources it was built from, however far the tree's HEAD moves while it runs.
 #
-#   cmake -DSOURCE_DIR=<source tree> -DBINARY_DIR=<build tree> -DOUTPUT=<file.cpp>
-#         -DTEMPLATE=lib/provenance.cpp.in [-DGIT_EXECUTABLE=<git>] -P lib/provenance.cmake
+# Used two ways:
+# - include()d by CMakeLists.txt: seqlab_add_provenance(<target> <source dir>) adds an always-run
+#   target that regenerates <build dir>/generated/provenance.cpp (from lib/provenance.cpp.in) and
+#   compiles it into <target> (tests/integration/provenance/ checks the wiring on a probe);
+# - as the script that target runs:
+#     cmake -DSOURCE_DIR=<source tree> -DBINARY_DIR=<build tree> -DOUTPUT=<file.cpp>
+#           -DTEMPLATE=lib/provenance.cpp.in [-DGIT_EXECUTABLE=<git>] -P lib/provenance.cmake
 #
+# What it records:
 # - commit: `git rev-parse --verify HEAD` of SOURCE_DIR; "unknown" when git is absent, when
 #   SOURCE_DIR is not a checkout, or when it is an unpacked tarball lying inside some other,
 #   unrelated checkout (its CMakeLists.txt is not tracked there).
@@ -16,11 +21,30 @@
 #   so is BINARY_DIR when it lies inside SOURCE_DIR; 0 if none; -1 when the commit is unknown.
 #   Read-only (--no-optional-locks: the index is never written).
 # - Worktrees and submodules (where .git is a file) work alike: only `git -C` is used, never a
-#   path under .git/.
+#   path under .git/, so no git file is a dependency: the target runs on every build instead
+#   (`git status` takes ~15 ms on this tree).
 # OUTPUT is rewritten only when its content changes (configure_file leaves an identical file
-# untouched), so a build with no change recompiles and relinks nothing; a new commit or the
-# first edit after a clean checkout recompiles one small file and relinks what links
-# seqlab::experiment.
+# untouched, and the Ninja rule has restat), so a build with no change recompiles and relinks
+# nothing; a new commit, or the first edit after a clean checkout, recompiles one small file and
+# relinks what links <target>.
+
+if(NOT CMAKE_SCRIPT_MODE_FILE)
+  function(seqlab_add_provenance target source_dir)
+    find_package(Git QUIET)
+    set(out ${CMAKE_CURRENT_BINARY_DIR}/generated/provenance.cpp)
+    add_custom_target(${target}_provenance
+      COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${source_dir} -DBINARY_DIR=${CMAKE_BINARY_DIR}
+              -DOUTPUT=${out} -DTEMPLATE=${CMAKE_CURRENT_FUNCTION_LIST_DIR}/provenance.cpp.in
+              -DGIT_EXECUTABLE=${GIT_EXECUTABLE} -P ${CMAKE_CURRENT_FUNCTION_LIST_FILE}
+      BYPRODUCTS ${out}
+      VERBATIM)
+    target_sources(${target} PRIVATE ${out})
+    set_source_files_properties(${out} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+    add_dependencies(${target} ${target}_provenance)
+  endfunction()
+  return()
+endif()
+
 foreach(var SOURCE_DIR BINARY_DIR OUTPUT TEMPLATE)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "provenance.cmake: -D${var}=... is required")
