@@ -2,17 +2,12 @@
 
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <ctime>
 #include <fstream>
 
 #include "seqlab/core/threads.hpp"
 #include "seqlab/version.hpp"
 
-#ifndef SEQLAB_SOURCE_DIR
-#define SEQLAB_SOURCE_DIR "."
-#endif
 #ifndef SEQLAB_CXX_COMPILER
 #define SEQLAB_CXX_COMPILER "unknown"
 #endif
@@ -25,31 +20,15 @@
 
 namespace seqlab::experiment {
 
+namespace detail {
+// Defined in the file lib/provenance.cmake generates at build time (lib/provenance.cpp.in):
+// `git rev-parse HEAD` of the source tree, or "unknown"; and whether the tree differed from it
+// (1), did not (0), or is unknown (-1).
+const char* build_git_commit();
+int build_git_dirty();
+}  // namespace detail
+
 namespace {
-
-// Runs `cmd` through the shell; returns its stdout and whether it exited with status 0.
-std::pair<std::string, bool> run_command(const std::string& cmd) {
-  std::string out;
-  FILE* f = ::popen(cmd.c_str(), "r");
-  if (!f) return {"", false};
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) out.append(buf.data(), n);
-  const int status = ::pclose(f);
-  return {out, status == 0};
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
@@ -72,20 +51,12 @@ nlohmann::json build_info() {
   static const nlohmann::json info = [] {
     nlohmann::json j;
     j["seqlab_version"] = kVersion;
-    const std::string git = "git -C " + shell_quote(SEQLAB_SOURCE_DIR);
-    const auto [head, ok] = run_command(git + " rev-parse HEAD 2>/dev/null");
-    if (ok && !trim(head).empty()) {
-      j["git_commit"] = trim(head);
-      const auto [status, ok2] = run_command(
-          git + " --no-optional-locks status --porcelain -- . ':(exclude)results' 2>/dev/null");
-      if (ok2) {
-        j["git_dirty"] = !trim(status).empty();
-      } else {
-        j["git_dirty"] = nullptr;
-      }
-    } else {
-      j["git_commit"] = "unknown";
+    j["git_commit"] = detail::build_git_commit();
+    const int dirty = detail::build_git_dirty();
+    if (dirty < 0) {
       j["git_dirty"] = nullptr;
+    } else {
+      j["git_dirty"] = dirty == 1;
     }
     j["compiler"] = SEQLAB_CXX_COMPILER;
     j["cxx_flags"] = trim(SEQLAB_CXX_FLAGS);
