@@ -956,7 +956,7 @@ def fig_heads(idx, out_dir, note, fresh=None):
     for ax, col in zip(axes, kinds):
         ax.set_ylabel("test accuracy (fraction)" if col == "test_accuracy" else "test loss (nats)")
         ax.set_title(f"{'Accuracy' if col == 'test_accuracy' else 'Loss'} vs heads, each seed", fontsize=9)
-        ax.legend(fontsize=6, loc="lower right" if col == "test_accuracy" else "upper right")
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16))  # under the axes, off the data
     axes[-1].set_yscale("log")
     axes[-1].set_yticks(sorted(grid))
     axes[-1].set_yticklabels([f"{x:g}" for x in sorted(grid)])
@@ -978,8 +978,12 @@ def fig_pruning(idx, prune, out_dir, note):
             continue
         by_arm[r["arm"]][r["fraction"]].append(r)
     tasks = sorted({parse_arm(a)[0] for a in by_arm}, key=task_rank)
-    fig, axes = st.plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 4.6), squeeze=False)
-    for ax, t in zip(axes[0], tasks):
+    ncol = min(4, len(tasks))
+    nrow = (len(tasks) + ncol - 1) // ncol
+    fig, axes = st.plt.subplots(nrow, ncol, figsize=(4.4 * ncol, 5.6 * nrow), squeeze=False)
+    for ax in axes.flat[len(tasks):]:
+        ax.set_visible(False)
+    for ax, t in zip(axes.flat, tasks):
         col = "test_loss" if t in LOSS_TASKS else "test_accuracy"
         arms = sorted(a for a in by_arm if parse_arm(a)[0] == t)
         for i, arm in enumerate(arms):
