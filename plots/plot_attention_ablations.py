@@ -4,26 +4,36 @@ several heads beat one, encoder-only / decoder-only / encoder-decoder suit diffe
 
 usage: plot_attention_ablations.py [RESULTS_DIR]   (default: results/attention_ablations)
 Reads attention_ablations.csv, attention_ablations_curve.csv, attention_ablations.meta.json and,
-when present, attention_ablations_pruning.csv from RESULTS_DIR; writes into RESULTS_DIR/figures:
+when present, attention_ablations_pruning.csv and attention_ablations_by_length.csv from
+RESULTS_DIR; writes into RESULTS_DIR/figures:
   attention_ablations_qk.{png,pdf}         separate vs shared W_Q = W_K (vs shared with attention to
-                                           self masked): test metric, measured logit asymmetry
-  attention_ablations_qk_curves.{png,pdf}  the eval metric during training per Q/K arm
-  attention_ablations_heads.{png,pdf}      test metric and chosen learning rate against n_heads
-  attention_ablations_pruning.{png,pdf}    test metric against the share of heads removed
-  attention_ablations_arch.{png,pdf}       the architectures per task, with parameter counts
+                                           self masked, and with unit-length keys too): test
+                                           metric and measured logit asymmetry, every seed
+  attention_ablations_qk_curves.{png,pdf}  the eval metric during training per Q/K arm, every seed
+  attention_ablations_heads.{png,pdf}      test metric (every seed, fresh seeds open) and chosen
+                                           learning rate against n_heads
+  attention_ablations_pruning.{png,pdf}    test metric against the share of heads removed, per task
+  attention_ablations_arch.{png,pdf}       the architectures per task, every seed, parameter counts
+  attention_ablations_lengths.{png,pdf}    reverse: accuracy per source length (by_length table)
 (a figure whose sub-design has no arms in the CSV is skipped). Exits 2 naming a missing or
 malformed file or column. verdicts(RESULTS_DIR) returns the report rows (plots/make_report.py).
 
 Arms are task:arch:qk:n_heads[/key=value...]; the overrides are part of an arm's context. Sub-designs
 are recognised from the arms present, each a group of arms that differ in one field only:
   Q/K sharing:  the same (task, arch, n_heads, overrides) with qk = separate and shared and/or
-                shared_noself;
+                shared_noself and/or shared_noself_norm (Reformer's unit keys: not symmetric, so
+                not in the symmetry row);
   n_heads:      the same (task, arch, qk = separate, overrides) with >= 2 values of n_heads, one 1;
+                plus, where the 1-head arm and the reference have fresh seeds (arms with the
+                arm-only key seed_offset, pooled under the arm they extend), the pre-registered
+                paired sign test on those seeds (sign_row);
   architecture: the same (task, qk = separate, n_heads, overrides) with >= 2 architectures;
   positions:    the same arm but for the override positional_encoding (Vaswani et al. row E);
-  pruning:      every arm with rows in the pruning table, judged per task family on the models
-                that are neither at the ceiling nor at the floor (the others are listed as not
-                informative), then across the families.
+  pruning:      every arm with rows in the pruning table, at a quarter and at half of the heads,
+                judged per task family on the models off the ceiling and the floor in most seeds
+                (the others are listed as not informative), then across the families.
+Arm-only keys (seeds, seed_offset) are not overrides: an arm with seed_offset adds fresh seeds to the
+arm without it (used by the sign test only; every other row and figure reads the arms' own seeds).
 Claim texts name no sizes (d_model, sequence length, arm overrides): those are in the measured
 column, so that the same sub-claim has the same text at every scale (make_report.py pairs the
 quick and standard rows by their text).
