@@ -4,26 +4,36 @@ several heads beat one, encoder-only / decoder-only / encoder-decoder suit diffe
 
 usage: plot_attention_ablations.py [RESULTS_DIR]   (default: results/attention_ablations)
 Reads attention_ablations.csv, attention_ablations_curve.csv, attention_ablations.meta.json and,
-when present, attention_ablations_pruning.csv from RESULTS_DIR; writes into RESULTS_DIR/figures:
+when present, attention_ablations_pruning.csv and attention_ablations_by_length.csv from
+RESULTS_DIR; writes into RESULTS_DIR/figures:
   attention_ablations_qk.{png,pdf}         separate vs shared W_Q = W_K (vs shared with attention to
-                                           self masked): test metric, measured logit asymmetry
-  attention_ablations_qk_curves.{png,pdf}  the eval metric during training per Q/K arm
-  attention_ablations_heads.{png,pdf}      test metric and chosen learning rate against n_heads
-  attention_ablations_pruning.{png,pdf}    test metric against the share of heads removed
-  attention_ablations_arch.{png,pdf}       the architectures per task, with parameter counts
+                                           self masked, and with unit-length keys too): test
+                                           metric and measured logit asymmetry, every seed
+  attention_ablations_qk_curves.{png,pdf}  the eval metric during training per Q/K arm, every seed
+  attention_ablations_heads.{png,pdf}      test metric (every seed, fresh seeds open) and chosen
+                                           learning rate against n_heads
+  attention_ablations_pruning.{png,pdf}    test metric against the share of heads removed, per task
+  attention_ablations_arch.{png,pdf}       the architectures per task, every seed, parameter counts
+  attention_ablations_lengths.{png,pdf}    reverse: accuracy per source length (by_length table)
 (a figure whose sub-design has no arms in the CSV is skipped). Exits 2 naming a missing or
 malformed file or column. verdicts(RESULTS_DIR) returns the report rows (plots/make_report.py).
 
 Arms are task:arch:qk:n_heads[/key=value...]; the overrides are part of an arm's context. Sub-designs
 are recognised from the arms present, each a group of arms that differ in one field only:
   Q/K sharing:  the same (task, arch, n_heads, overrides) with qk = separate and shared and/or
-                shared_noself;
+                shared_noself and/or shared_noself_norm (Reformer's unit keys: not symmetric, so
+                not in the symmetry row);
   n_heads:      the same (task, arch, qk = separate, overrides) with >= 2 values of n_heads, one 1;
+                plus, where the 1-head arm and the reference have fresh seeds (arms with the
+                arm-only key seed_offset, pooled under the arm they extend), the pre-registered
+                paired sign test on those seeds (sign_row);
   architecture: the same (task, qk = separate, n_heads, overrides) with >= 2 architectures;
   positions:    the same arm but for the override positional_encoding (Vaswani et al. row E);
-  pruning:      every arm with rows in the pruning table, judged per task family on the models
-                that are neither at the ceiling nor at the floor (the others are listed as not
-                informative), then across the families.
+  pruning:      every arm with rows in the pruning table, at a quarter and at half of the heads,
+                judged per task family on the models off the ceiling and the floor in most seeds
+                (the others are listed as not informative), then across the families.
+Arm-only keys (seeds, seed_offset) are not overrides: an arm with seed_offset adds fresh seeds to the
+arm without it (used by the sign test only; every other row and figure reads the arms' own seeds).
 Claim texts name no sizes (d_model, sequence length, arm overrides): those are in the measured
 column, so that the same sub-claim has the same text at every scale (make_report.py pairs the
 quick and standard rows by their text).
@@ -64,8 +74,14 @@ ARCH_LABEL = {"encoder": "encoder-only", "decoder": "decoder-only", "prefix_lm":
               "encoder_decoder": "encoder-decoder", "encoder_decoder_compute": "encoder-decoder (2P, equal compute)"}
 ARCH_SHORT = {"encoder": "enc", "decoder": "dec", "prefix_lm": "prefix", "encoder_decoder": "enc-dec",
               "encoder_decoder_compute": "enc-dec 2P"}
-QK_ORDER = ["separate", "shared", "shared_noself"]
-QK_LABEL = {"separate": "separate", "shared": "shared", "shared_noself": "shared, self masked"}
+QK_ORDER = ["separate", "shared", "shared_noself", "shared_noself_norm"]
+QK_LABEL = {"separate": "separate", "shared": "shared", "shared_noself": "shared, self masked",
+            "shared_noself_norm": "shared, unit keys, self masked (Reformer)"}
+QK_COLOR = {"separate": 0, "shared": 3, "shared_noself": 2, "shared_noself_norm": 4}  # st.PALETTE indices
+SYMMETRIC_QK = ("shared", "shared_noself")  # unit-length keys make S_ij = |q_i| cos θ_ij/√d_k: not symmetric
+# Arm-only keys of the binary (arms.hpp): which replicates an arm has, not what it measures; an arm
+# with seed_offset holds fresh seeds of the arm without it.
+ARM_ONLY = ("seeds", "seed_offset")
 # The architecture each task is claimed to suit (encoder-only understanding, decoder-only
 # generation, encoder-decoder transduction), compared at matched parameter counts.
 CLAIMED_ARCH = {"majority": "encoder", "dup_tag": "encoder", "lm": "decoder", "continuation": "decoder",
@@ -73,7 +89,11 @@ CLAIMED_ARCH = {"majority": "encoder", "dup_tag": "encoder", "lm": "decoder", "c
 PARAM_MATCHED = ["encoder", "decoder", "prefix_lm", "encoder_decoder"]
 ACC_MARGIN = 0.02    # accuracy points below which a difference counts as none
 LOSS_MARGIN = 0.02   # nats (per scored token / character)
-PRUNE_FRACTION = 0.5  # the share of heads whose removal the pruning rows judge
+# The shares of heads whose removal the pruning rows judge: a quarter (near Michel et al.'s ~20 % on
+# WMT and ~40 % on BERT) and half.
+PRUNE_FRACTIONS = (0.25, 0.5)
+PRUNE_WORDS = {0.25: "A quarter", 0.5: "Half"}
+SIGN_ALPHA = 0.05  # the heads sign test (README "Heads rows: a paired rule for bimodal outcomes")
 SYM_SHARED_MAX = 1e-5
 SYM_SEPARATE_MIN = 0.05
 PARAM_TOLERANCE = 0.05  # compared arms' parameter counts within ±5 %: controls matched
@@ -92,8 +112,8 @@ ANCHOR_PRUNE = ("Michel, Levy & Neubig 2019 ('Are Sixteen Heads Really Better th
 ANCHOR_PE = ("Vaswani et al. 2017 Table 3 row (E): learned positional embeddings instead of sinusoids 4.92 PPL / "
              "25.7 BLEU vs the base model's 4.92 / 25.8: 'nearly identical results'")
 ANCHOR_ARCH = ("Raffel et al. 2020 (T5) Table 2, denoising objective: encoder-decoder (L+L layers, 2P parameters, "
-               "compute M) 83.28 GLUE / 26.98 EnDe BLEU; encoder-decoder 6+6 layers (P, M/2) 80.88 / 26.61 "
-               "(sic: smaller); prefix LM (P, M) 81.82 / 26.43; decoder-only LM (P, M) 74.70 / 25.09: the "
+               "compute M) 83.28 GLUE / 26.98 EnDe BLEU; encoder-decoder 6+6 layers (P, M/2) 80.88 / 26.38; "
+               "prefix LM (P, M) 81.82 / 26.43; decoder-only LM (P, M) 74.70 / 25.09: the "
                "encoder-decoder best on every benchmark, the prefix LM ahead of the causal LM")
 
 
@@ -103,7 +123,7 @@ def num(r, k, path):
 
 def parse_arm(text):
     """'task:arch:qk:h/k=v/...' -> (task, arch, qk, h, overrides) with overrides a sorted tuple of
-    (key, value) pairs."""
+    (key, value) pairs, without the arm-only keys (ARM_ONLY; arm_only)."""
     parts = text.split("/")
     f = parts[0].split(":")
     if len(f) != 4:
@@ -113,8 +133,14 @@ def parse_arm(text):
         if "=" not in p:
             raise st.DataError(f"arm {text!r}: override {p!r} is not key=value")
         k, v = p.split("=", 1)
-        ov.append((k, v))
+        if k not in ARM_ONLY:
+            ov.append((k, v))
     return f[0], f[1], f[2], int(f[3]), tuple(sorted(ov))
+
+
+def arm_only(text):
+    """The arm-only keys of an arm: {'seeds': N, 'seed_offset': K} as given (ints)."""
+    return {k: int(v) for k, v in (p.split("=", 1) for p in text.split("/")[1:] if "=" in p) if k in ARM_ONLY}
 
 
 def ov_text(ov):
@@ -156,6 +182,7 @@ def load(res):
         r["n_heads"] = int(r["n_heads"])
         r["seed"] = int(r["seed"])
         r["key"] = parse_arm(r["arm"])
+        r["offset"] = arm_only(r["arm"]).get("seed_offset", 0)
         r.setdefault("positional_encoding", "")
     for r in curve:
         for k in ("seed", "step", "eval_accuracy", "eval_loss"):
@@ -175,11 +202,34 @@ def load(res):
     return rows, curve, prune, meta
 
 
-def index(rows):
-    """arm key (task, arch, qk, n_heads, overrides) -> {seed: row}."""
+LENGTH_COLS = ["arm", "seed", "lengths", "length", "rows", "loss", "accuracy", "exact_match"]
+
+
+def load_lengths(res):
+    """Reverse's per-length table (optional: absent or header only in older runs): rows with
+    numeric length, rows, loss, accuracy, exact_match."""
+    path = os.path.join(res, NAME + "_by_length.csv")
+    if not os.path.isfile(path):
+        return []
+    with open(path, newline="") as f:
+        if len(f.read().splitlines()) <= 1:
+            return []
+    out = st.read_csv(path, LENGTH_COLS)
+    for r in out:
+        for k in ("seed", "length", "rows", "loss", "accuracy", "exact_match"):
+            r[k] = num(r, k, path)
+        r["seed"], r["length"] = int(r["seed"]), int(r["length"])
+    return out
+
+
+def index(rows, fresh=False):
+    """arm key (task, arch, qk, n_heads, overrides) -> {seed: row}: the arms' own replicates
+    (fresh=False), or the fresh seeds of the arms with seed_offset (fresh=True), under the key of
+    the arm they extend."""
     out = defaultdict(dict)
     for r in rows:
-        out[r["key"]][r["seed"]] = r
+        if (r["offset"] > 0) == fresh:
+            out[r["key"]][r["seed"]] = r
     return out
 
 
@@ -343,10 +393,13 @@ def rule(claim, task, controls="parameters within ±5 %", on=None):
 
 
 def sym_row(rows):
-    sh = [r[c] for r in rows if r["qk"] != "separate" for c in ("logit_asymmetry", "logit_asymmetry_init")]
+    sh = [r[c] for r in rows if r["qk"] in SYMMETRIC_QK for c in ("logit_asymmetry", "logit_asymmetry_init")]
     se = [r[c] for r in rows if r["qk"] == "separate" for c in ("logit_asymmetry", "logit_asymmetry_init")]
+    un = [r["logit_asymmetry"] for r in rows if r["qk"] == "shared_noself_norm"]
     if not (sh and se):
         return None
+    unit = (f"; shared with unit-length keys (not symmetric by construction: S_ij = |q_i| cos θ_ij/√d_k, "
+            f"not counted) trained {min(un):.2f}–{max(un):.2f}" if un else "")
     v = sv.by_construction(
         "S = (XW)(XW)ᵀ/√d_k is symmetric when W_K = W_Q", f"shared max {max(sh):.1e}, separate min {min(se):.2f}",
         shown=max(sh) < SYM_SHARED_MAX and min(se) > SYM_SEPARATE_MIN,
@@ -356,7 +409,8 @@ def sym_row(rows):
     return v.row(
         claim="A shared W_Q = W_K makes the attention logits S = QKᵀ/√d_k symmetric; separate projections do not",
         measured=f"‖S − Sᵀ‖/‖S‖ (pre-softmax, before masks, mean over self-attentions): shared max {max(sh):.1e} "
-                 f"over {len(sh) // 2} runs (init and trained); separate min {min(se):.2f}, mean {sum(se) / len(se):.2f}",
+                 f"over {len(sh) // 2} runs (init and trained); separate min {min(se):.2f}, mean {sum(se) / len(se):.2f}"
+                 + unit,
         anchor="algebra: S = Q Qᵀ is a Gram matrix (symmetric, positive semi-definite) when K = Q",
         rule=f"by construction if every shared-QK run has asymmetry < {SYM_SHARED_MAX:g} (float rounding) and "
              f"every separate run > {SYM_SEPARATE_MIN:g}; fails (an implementation defect) otherwise")
@@ -386,19 +440,25 @@ def qk_rows(idx, arms, seeds):
                 r = "shared vs separate: " + rule(sv.NO_WORSE, t)
             out.append(v.row(claim=claim, measured=f"{meas}; {params}; {arms.speed(ks, kb)} ({seeds} seeds)",
                              anchor=ANCHOR_QK, rule=r))
-        if "shared_noself" in by_qk:
-            kn = by_qk["shared_noself"]
-            v = arms.compare(kn, ks, sv.NO_WORSE, "shared (self masked)", "separate", on="test_loss")
+        # Reformer's claim "no worse than separate", on test loss: its mask alone, then its mask with
+        # unit-length keys (the attention as published).
+        for q, name, what, how in (
+                ("shared_noself", "shared (self masked)", "Shared W_Q = W_K with attention to self masked but keys "
+                 "not normalised (Reformer's mask only)", "shared with self masked"),
+                ("shared_noself_norm", "Reformer shared QK", "Reformer's shared-QK attention (unit-length keys "
+                 "k = q/‖q‖, attention to self masked)", "shared with unit-length keys and self masked")):
+            if q not in by_qk:
+                continue
+            v = arms.compare(by_qk[q], ks, sv.NO_WORSE, name, "separate", on="test_loss")
+            out.append(v.row(claim=f"{what} is no worse than separate ({where})",
+                             measured=f"{meas}; {params} ({seeds} seeds)", anchor=ANCHOR_QK,
+                             rule=f"{how} vs separate, on test loss: " + rule(sv.NO_WORSE, t, on="test_loss")))
+        if "shared_noself" in by_qk and "shared" in by_qk:
+            v = arms.compare(by_qk["shared_noself"], by_qk["shared"], sv.GREATER, "self masked", "unmasked")
             out.append(v.row(
-                claim=f"Shared W_Q = W_K with attention to self masked (Reformer) is no worse than separate ({where})",
-                measured=f"{meas}; {params} ({seeds} seeds)", anchor=ANCHOR_QK,
-                rule="shared with self masked vs separate, on test loss: " + rule(sv.NO_WORSE, t, on="test_loss")))
-            if "shared" in by_qk:
-                v = arms.compare(kn, by_qk["shared"], sv.GREATER, "self masked", "unmasked")
-                out.append(v.row(
-                    claim=f"Masking attention to self (Reformer §2) improves shared-QK attention ({where})",
-                    measured=f"{meas} ({seeds} seeds)", anchor=ANCHOR_QK,
-                    rule="shared with self masked vs shared: " + rule(sv.GREATER, t)))
+                claim=f"Masking attention to self (Reformer §2) improves shared-QK attention ({where})",
+                measured=f"{meas} ({seeds} seeds)", anchor=ANCHOR_QK,
+                rule="shared with self masked vs shared: " + rule(sv.GREATER, t)))
     return out
 
 
@@ -411,7 +471,70 @@ def ref_heads(hs, d_model):
     return max(cand) if cand else None
 
 
-def heads_rows(idx, arms, seeds):
+def sign_row(fresh, keys, ref, idx, arms, t, where):
+    """The pre-registered heads rule for bimodal outcomes (README "Heads rows: a paired rule for
+    bimodal outcomes"), on the fresh seeds (the arms with seed_offset) of the reference and the
+    1-head arm: d_s = metric(ref heads) − metric(1 head) per seed; k = #{d_s > margin} of n;
+    holds if P(Bin(n, ½) >= k) <= SIGN_ALPHA, fails if P(Bin(n, ½) >= n − k) <= SIGN_ALPHA (the
+    median difference is significantly within the margin or below), else inconclusive; ceiling /
+    floor on the two arms' means. The same count over the original and fresh seeds is shown, not
+    deciding. None if the arms have no fresh seeds."""
+    a, b = keys[ref], keys[1]
+    fa, fb = fresh.get(a, {}), fresh.get(b, {})
+    common = sorted(set(fa) & set(fb))
+    if not common:
+        return None
+    col, higher, margin, unit = metric(t)
+    sign = 1 if higher else -1
+
+    def diffs(ra, rb, seeds):
+        return {s: sign * (ra[s][col] - rb[s][col]) for s in seeds}
+    d = diffs(fa, fb, common)
+    n, k = len(d), sum(1 for x in d.values() if x > margin)
+    p_hold, p_fail = ss.binom_sf(k, n), ss.binom_sf(n - k, n)
+    alla, allb = {**idx[a], **fa}, {**idx[b], **fb}
+    d_all = diffs(alla, allb, sorted(set(alla) & set(allb)))
+    k_all = sum(1 for x in d_all.values() if x > margin)
+    r0 = arms.first(a)
+    means = [st.mean_ci95([r[col] for r in f.values()])[0] for f in (fa, fb)]
+    if higher:
+        ceiling = sv.at_ceiling(means, r0["best_accuracy"], margin)
+        floor = sv.at_floor(means, floor_accuracy(t, r0, arms.meta), margin)
+    else:
+        ceiling = sv.at_ceiling(means, r0["optimal_loss"], margin, higher_is_better=False)
+        floor = sv.at_floor(means, r0["chance_loss"], margin, higher_is_better=False)
+    checks = dict(ceiling=sv.yes_no(ceiling), floor=sv.yes_no(floor), converged="n.a.", controls="yes")
+    test = (f"exact one-sided sign test of the median paired difference against +{margin:g} over the {n} fresh "
+            f"seeds {common[0]}–{common[-1]} (pre-registered)")
+    effect = (f"{k} of {n} fresh seeds beyond +{margin:g} (P(Bin({n}, ½) ≥ {k}) = {p_hold:.3g}; "
+              f"≥ {n - k}: {p_fail:.3g}); all {len(d_all)} seeds: {k_all} beyond")
+    if ceiling:
+        kind, why = sv.CEILING, "both arms are within the margin of the optimum"
+    elif floor:
+        kind, why = sv.FLOOR, "both arms are within the margin of the baseline"
+    elif n < sv.MIN_SEEDS:
+        kind, why = sv.INCONCLUSIVE, f"only {n} fresh seeds"
+    elif p_hold <= SIGN_ALPHA:
+        kind, why = sv.HOLDS, f"{k} of {n} seeds beyond +{margin:g}: p = {p_hold:.3g} <= {SIGN_ALPHA:g}"
+    elif p_fail <= SIGN_ALPHA:
+        kind, why = sv.FAILS, (f"{n - k} of {n} seeds within +{margin:g} or below: p = {p_fail:.3g} <= "
+                               f"{SIGN_ALPHA:g}")
+    else:
+        kind, why = sv.INCONCLUSIVE, (f"{k} of {n} seeds beyond +{margin:g}: p = {p_hold:.3g} and, the other way, "
+                                      f"{p_fail:.3g}, both above {SIGN_ALPHA:g}")
+    v = sv.measured(kind, why, test=test, effect=effect, margin=f"+{margin:g} {unit}, one-sided α = {SIGN_ALPHA:g}",
+                    checks=checks)
+    per_seed = ", ".join(f"{s}: {fa[s][col]:.3f} vs {fb[s][col]:.3f}" for s in common)
+    return v.row(
+        claim=f"Several heads beat one at fixed d_model, paired sign test on fresh seeds ({where})",
+        measured=f"at {size_text(r0, a[4])}: {ref} heads vs 1 head, test {col.split('_')[1]} per fresh seed {per_seed}",
+        anchor=ANCHOR_HEADS,
+        rule=f"{ref} heads vs 1, fresh seeds only: holds if P(Bin(n, ½) ≥ k) ≤ {SIGN_ALPHA:g} for k = the seeds "
+             f"whose paired difference exceeds +{margin:g}, fails if P(Bin(n, ½) ≥ n − k) ≤ {SIGN_ALPHA:g}, else "
+             "inconclusive; ceiling / floor if both arms' means are within the margin of the optimum / baseline")
+
+
+def heads_rows(idx, arms, seeds, fresh=None):
     out = []
     for rest, by_h in sorted(groups(idx, 3).items(), key=lambda kv: (task_rank(kv[0][0]), kv[0])):
         t, a, q, ov = rest
@@ -431,6 +554,9 @@ def heads_rows(idx, arms, seeds):
                      f"{arms.speed(by_h[ref], by_h[1])} ({seeds} seeds; the learning rate chosen per head count)",
             anchor=ANCHOR_HEADS,
             rule=f"{ref} heads (head size 16, else the largest count <= 8) vs 1: " + rule(sv.GREATER, t)))
+        srow = sign_row(fresh or {}, by_h, ref, idx, arms, t, f"{TASK_LABEL.get(t, t)}, {ARCH_LABEL.get(a, a)}")
+        if srow:
+            out.append(srow)
     return out
 
 
@@ -471,40 +597,61 @@ def model_end(task, r0, full_level, meta):
 
 
 def prune_rows(idx, prune, arms, seeds):
-    """The pruning rows (Michel et al. 2019): per model with pruning data, the test metric with the
-    least important PRUNE_FRACTION of its heads removed against the full model, paired per seed
-    (non-inferiority); only models off both ends of the task's scale count (model_end), the
-    others are listed as not informative with the reason. One row per task family (its models'
-    verdicts combined: 'depends on the model' when they disagree), then one row across the
-    families ('depends on the task' when they disagree). A family without an informative model
-    has no row of its own; it is named in the last row."""
+    """The pruning rows (Michel et al. 2019), for each share in PRUNE_FRACTIONS that the table has:
+    per model with pruning data, the test metric with the least important share of its heads
+    removed against the full model, paired per seed (non-inferiority), for the models whose full
+    test metric is off both ends of the task's scale in most of their seeds (model_end, judged per
+    seed: a seed at the ceiling or at the floor says nothing about spare heads; the seeds at an end
+    are named); the other models are listed as not informative with the reason. One row per task family (its models' verdicts
+    combined: 'depends on the model' when they disagree), then one row across the families
+    ('depends on the task' when they disagree). A family without an informative model has no row
+    of its own; it is named in the last row."""
     by_arm = defaultdict(lambda: defaultdict(dict))
     for r in prune:
         by_arm[r["arm"]][r["fraction"]][r["seed"]] = r
     keys = {next(iter(v.values()))["arm"]: k for k, v in idx.items()}
+    out = []
+    for frac in PRUNE_FRACTIONS:
+        out += prune_rows_at(frac, by_arm, keys, arms, seeds)
+    return out
+
+
+def prune_rows_at(frac, by_arm, keys, arms, seeds):
+    """prune_rows at one share of the heads."""
     parts = defaultdict(list)       # task -> [(model label, Verdict, measured text)]
     skipped = defaultdict(list)     # task -> [text]
     first = {}                      # task -> its first model's key (the setting's text)
+    words = PRUNE_WORDS.get(frac, f"A share {frac:g}")
     for arm in sorted(by_arm, key=lambda a: (task_rank(keys[a][0]), keys[a]) if a in keys else (99, ())):
-        if arm not in keys or PRUNE_FRACTION not in by_arm[arm]:
+        if arm not in keys or frac not in by_arm[arm]:
             continue
         key = keys[arm]
         t = key[0]
         first.setdefault(t, key)
         col, higher, margin, unit = metric(t)
         pcol, fcol = col, "full_" + col
-        at = by_arm[arm][PRUNE_FRACTION]
+        at = by_arm[arm][frac]
         r0 = arms.first(key)
         label = (f"{ARCH_LABEL.get(key[1], key[1])}, {QK_LABEL.get(key[2], key[2])} W_Q/W_K, {key[3]} heads"
                  + (f", {ov_text(key[4])}" if key[4] else ""))
         lv = [st.mean_ci95([r[c] for r in at.values()])[0] for c in (pcol, fcol)]
-        end = model_end(t, r0, lv[1], arms.meta)
+        ends = {s: model_end(t, r0, r[fcol], arms.meta) for s, r in at.items()}
+        off = sorted(s for s, e in ends.items() if e is None)
         name = col.replace("_", " ")
-        if end:
-            ref = ("the optimum " + f"{(r0['best_accuracy'] if higher else r0['optimal_loss']):.3g}" if end == "ceiling"
-                   else "the baseline " + f"{(floor_accuracy(t, r0, arms.meta) if higher else r0['chance_loss']):.3g}")
-            skipped[t].append(f"{label}: full model {name} {lv[1]:.3f}, within {margin:g} of {ref} ({end}; "
-                              f"pruned {lv[0]:.3f})")
+        if 2 * len(off) <= len(ends):  # at most half of the seeds off both ends: not informative
+            kinds = sorted({e for e in ends.values() if e})
+            if len(kinds) == 1 and not off:
+                end = kinds[0]
+                ref = ("the optimum " + f"{(r0['best_accuracy'] if higher else r0['optimal_loss']):.3g}"
+                       if end == "ceiling" else
+                       "the baseline " + f"{(floor_accuracy(t, r0, arms.meta) if higher else r0['chance_loss']):.3g}")
+                skipped[t].append(f"{label}: full model {name} {lv[1]:.3f}, within {margin:g} of {ref} ({end}; "
+                                  f"pruned {lv[0]:.3f})")
+            else:
+                per = ", ".join(f"seed {s} {at[s][fcol]:.3f}{' (' + ends[s] + ')' if ends[s] else ''}"
+                                for s in sorted(at))
+                skipped[t].append(f"{label}: full model {name} per seed {per}: {len(off)} of {len(ends)} seeds off "
+                                  f"both ends (pruned {lv[0]:.3f})")
             continue
         sign = 1 if higher else -1
         pruned = {s: sign * r[pcol] for s, r in at.items()}
@@ -517,13 +664,17 @@ def prune_rows(idx, prune, arms, seeds):
         n_all = int(next(iter(at.values()))["heads_total"])
         levels = "; ".join(
             f"{f:g}: {fmt_mean([r[pcol] for r in by_arm[arm][f].values()])}" for f in sorted(by_arm[arm]))
+        at_end = [s for s in sorted(at) if ends[s]]
+        left_txt = ("; at an end: " + ", ".join(f"seed {s} {ends[s]} (full {at[s][fcol]:.3f})" for s in at_end)
+                    ) if at_end else ""
         parts[t].append((label, v, f"{label} (the {n_rm} least important of {n_all} heads): full {name} "
-                                   f"{lv[1]:.3f}, after removing a share of the heads {levels}"))
-    rule_text = (f"per model off both ends of the task's scale (the full model's test metric farther than the margin "
-                 f"from the optimum and from the baseline), pruned ({PRUNE_FRACTION:g} of the heads, least important "
-                 "first; importance = validation loss increase when the head alone is masked) vs the full model, "
-                 "paired per seed: " + VERBS_NO_WORSE.format(m=ACC_MARGIN) + " (accuracy; loss tasks ±"
-                 f"{LOSS_MARGIN:g} nats); a family's models combined (depends on the model when they disagree)")
+                                   f"{lv[1]:.3f}, after removing a share of the heads {levels}{left_txt}"))
+    rule_text = (f"per model off both ends of the task's scale in most of its seeds (the full model's test metric "
+                 f"farther than the margin from the optimum and from the baseline, judged per seed), "
+                 f"pruned ({frac:g} of the heads, least important first; importance = validation loss increase when "
+                 "the head alone is masked) vs the full model, paired per seed: " + VERBS_NO_WORSE.format(m=ACC_MARGIN)
+                 + f" (accuracy; loss tasks ±{LOSS_MARGIN:g} nats); a family's models combined (depends on the model "
+                 "when they disagree)")
     out, fam = [], []
     for t in sorted(set(parts) | set(skipped), key=task_rank):
         not_inf = (f"; not informative: {'; '.join(skipped[t])}" if skipped[t] else "")
@@ -533,7 +684,7 @@ def prune_rows(idx, prune, arms, seeds):
         v = ps[0][1] if len(ps) == 1 else sv.combine(ps, condition="the model")
         fam.append((TASK_LABEL.get(t, t), v))
         out.append(v.row(
-            claim=f"Half of the heads can be removed at test time with little loss ({TASK_LABEL.get(t, t)})",
+            claim=f"{words} of the heads can be removed at test time with little loss ({TASK_LABEL.get(t, t)})",
             measured=f"at {size_text(arms.first(first[t]), ())}: " + "; ".join(m for _, _, m in parts[t]) + f"{not_inf} ({seeds} seeds)",
             anchor=ANCHOR_PRUNE, rule=rule_text))
     if fam:
@@ -541,7 +692,7 @@ def prune_rows(idx, prune, arms, seeds):
         none = [f"{TASK_LABEL.get(t, t)} ({'; '.join(skipped[t])})" for t in sorted(skipped, key=task_rank)
                 if not parts[t]]
         out.append(v.row(
-            claim="Half of the heads can be removed at test time with little loss (across task families)",
+            claim=f"{words} of the heads can be removed at test time with little loss (across task families)",
             measured="; ".join(f"{lab}: {x.text}" for lab, x in fam)
                      + (f"; families without an informative model (every model at the ceiling or the floor, "
                         f"not counted): {'; '.join(none)}" if none else "") + f" ({seeds} seeds)",
@@ -551,7 +702,31 @@ def prune_rows(idx, prune, arms, seeds):
     return out
 
 
-def arch_rows(idx, arms, seeds):
+def length_text(lengths, by_a, archs, idx):
+    """Reverse per length: test accuracy at each held-out length and over the training lengths, per
+    architecture, mean ± 95 % CI over seeds ('' without the by_length table)."""
+    arm_of = {a: next(iter(idx[by_a[a]].values()))["arm"] for a in archs}
+    parts = []
+    for a in archs:
+        rows = [r for r in lengths if r["arm"] == arm_of[a]]
+        if not rows:
+            continue
+        held = sorted({r["length"] for r in rows if r["lengths"] == "held_out"})
+        txt = [f"{n}: {fmt_mean([r['accuracy'] for r in rows if r['length'] == n and r['lengths'] == 'held_out'])}"
+               for n in held]
+        # Over the training lengths: each seed's accuracy weighted by its scored positions.
+        per_seed = defaultdict(lambda: [0.0, 0.0])
+        for r in rows:
+            if r["lengths"] == "training":
+                per_seed[r["seed"]][0] += r["accuracy"] * r["rows"] * r["length"]
+                per_seed[r["seed"]][1] += r["rows"] * r["length"]
+        if per_seed:
+            txt.append(f"training lengths: {fmt_mean([a_ / b_ for a_, b_ in per_seed.values()])}")
+        parts.append(f"{ARCH_LABEL[a]} " + ", ".join(txt))
+    return ("; test accuracy per held-out length " + "; ".join(parts)) if parts else ""
+
+
+def arch_rows(idx, arms, seeds, lengths=()):
     out = []
     for rest, by_a in sorted(groups(idx, 1).items(), key=lambda kv: (task_rank(kv[0][0]), kv[0])):
         t, q, h, ov = rest
@@ -566,7 +741,7 @@ def arch_rows(idx, arms, seeds):
         if t == "reverse":
             seen = ", ".join(f"{ARCH_LABEL[a]} {fmt_mean([r['seen_test_accuracy'] for r in idx[by_a[a]].values()])}"
                              for a in archs)
-            meas += f"; accuracy at the training lengths {seen}"
+            meas += f"; accuracy at the training lengths {seen}" + length_text(lengths, by_a, archs, idx)
         where = f"{h} heads"
         best = CLAIMED_ARCH.get(t)
         if best in by_a and len([a for a in archs if a in PARAM_MATCHED]) >= 2:
@@ -605,15 +780,17 @@ def arch_rows(idx, arms, seeds):
 
 def verdicts(results_dir):
     rows, curve, prune, meta = load(results_dir)
+    lengths = load_lengths(results_dir)
     idx = index(rows)
+    fresh = index(rows, fresh=True)
     arms = Arms(idx, curve, meta)
-    seeds = len({r["seed"] for r in rows})
+    seeds = len({r["seed"] for r in rows if r["offset"] == 0})
     out = [r for r in [sym_row(rows)] if r]
     out += qk_rows(idx, arms, seeds)
-    out += heads_rows(idx, arms, seeds)
+    out += heads_rows(idx, arms, seeds, fresh)
     out += pe_rows(idx, arms, seeds)
     out += prune_rows(idx, prune, arms, seeds)
-    out += arch_rows(idx, arms, seeds)
+    out += arch_rows(idx, arms, seeds, lengths)
     if not out:
         raise st.DataError(os.path.join(results_dir, NAME + ".csv") + ": no sub-design found (no arms to compare)")
     return out
@@ -637,18 +814,17 @@ def beyond_this_machine():
 # Figures
 
 
-def bar_group(ax, labels, series, colors, ylabel, log=False):
-    """Grouped bars: series = [(name, [values per label as lists over seeds])]."""
-    n = len(series)
-    width = 0.8 / max(n, 1)
-    for i, (name, vals) in enumerate(series):
-        xs = [j + (i - (n - 1) / 2) * width for j in range(len(labels))]
-        stats = [st.mean_ci95(v) if v else (float("nan"), 0.0) for v in vals]
-        ax.bar(xs, [s[0] for s in stats], width, yerr=[s[1] for s in stats], capsize=3, color=colors[i % len(colors)],
-               label=name, log=log)
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, fontsize=7)
-    ax.set_ylabel(ylabel)
+def seed_points(ax, x, vals, color, width=0.6, label=None, marker="o"):
+    """Every seed's value as a point (spread over `width` around x) and their mean as a short bar:
+    for few seeds with bimodal outcomes a t-interval would leave the metric's range."""
+    vals = [v for v in vals if not math.isnan(v)]
+    if not vals:
+        return
+    n = len(vals)
+    xs = [x + (i - (n - 1) / 2) * width / max(n, 1) for i in range(n)]
+    ax.scatter(xs, vals, s=14, color=color, marker=marker, label=label, zorder=3, edgecolors="none")
+    m = sum(vals) / n
+    ax.plot([x - width / 2, x + width / 2], [m, m], color=color, linewidth=1.5, zorder=2)
 
 
 def short(rest):
@@ -662,44 +838,67 @@ def qk_groups(idx):
             if "separate" in g and len(g) >= 2]
 
 
+ASYM_FLOOR = 1e-9  # where an exactly symmetric run (asymmetry < this) is drawn on the log axis
+
+
 def fig_qk(idx, out_dir, note):
+    """Per Q/K group: test accuracy (accuracy tasks) or test loss (LM tasks), one point per seed, and
+    the measured logit asymmetry of every arm, trained, with the exactly symmetric runs drawn on a
+    marked floor line."""
     gs = qk_groups(idx)
     if not gs:
         return []
-    fig, axes = st.plt.subplots(1, 3, figsize=(max(15, 3.5 * len(gs)), 4.8))
-    colors = [st.PALETTE[0], st.PALETTE[3], st.PALETTE[2]]
-    labels = [short(rest) for rest, _ in gs]
-    for ax, col, ylabel in ((axes[0], "test_accuracy", "test accuracy (fraction of scored tokens)"),
-                            (axes[1], "test_loss", "test loss (nats per scored token)")):
-        series = [(QK_LABEL[q], [[r[col] for r in idx[g[q]].values()] if q in g else [] for _, g in gs])
-                  for q in QK_ORDER]
-        bar_group(ax, labels, series, colors, ylabel)
-        ax.set_title(f"{ylabel.split(' (')[0]} ({note})", fontsize=9)
-    axes[0].set_ylim(0, 1.05)
-    axes[0].legend(fontsize=8, title="W_Q, W_K", title_fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22),
-                   ncol=3)
-    asym = []
-    for q in ("separate", "shared"):
-        for when, col in (("init", "logit_asymmetry_init"), ("trained", "logit_asymmetry")):
-            asym.append((f"{q}, {when}", [[max(r[col], 1e-12) for r in idx[g[q]].values()] if q in g else []
-                                          for _, g in gs]))
-    bar_group(axes[2], labels, asym, [st.PALETTE[5], st.PALETTE[0], st.PALETTE[1], st.PALETTE[3]],
-              "‖S − Sᵀ‖_F / ‖S‖_F of the pre-softmax logits", log=True)
-    axes[2].set_title("Measured logit asymmetry (mean over self-attentions)", fontsize=9)
-    axes[2].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=4)
+    acc = [(rest, g) for rest, g in gs if rest[0] not in LOSS_TASKS]
+    los = [(rest, g) for rest, g in gs if rest[0] in LOSS_TASKS]
+    panels = [p for p in ((acc, "test_accuracy", "test accuracy (fraction of scored tokens)"),
+                          (los, "test_loss", "test loss (nats per character)")) if p[0]]
+    fig, axes = st.plt.subplots(1, len(panels) + 1, figsize=(5 + 4 * len(panels), 4.8), squeeze=False)
+    axes = axes[0]
+    nq = len(QK_ORDER)
+    for ax, (sel, col, ylabel) in zip(axes, panels):
+        for j, (rest, g) in enumerate(sel):
+            for i, q in enumerate(QK_ORDER):
+                if q in g:
+                    seed_points(ax, j + (i - (nq - 1) / 2) * 0.8 / nq, [r[col] for r in idx[g[q]].values()],
+                                st.PALETTE[QK_COLOR[q]], width=0.8 / nq * 0.8, label=QK_LABEL[q] if j == 0 else None)
+        ax.set_xticks(range(len(sel)))
+        ax.set_xticklabels([short(rest) for rest, _ in sel], fontsize=7)
+        ax.set_ylabel(ylabel)
+        if col == "test_accuracy":
+            ax.set_ylim(-0.02, 1.05)
+        ax.set_title(f"{ylabel.split(' (')[0]}: each seed, bar = mean", fontsize=9)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, title="W_Q, W_K", title_fontsize=8, loc="lower center",
+               bbox_to_anchor=(0.5, -0.08), ncol=len(QK_ORDER))
+    ax = axes[-1]
+    for j, (rest, g) in enumerate(gs):
+        for i, q in enumerate(QK_ORDER):
+            if q in g:
+                vals = [max(r["logit_asymmetry"], ASYM_FLOOR) for r in idx[g[q]].values()]
+                seed_points(ax, j + (i - (nq - 1) / 2) * 0.8 / nq, vals, st.PALETTE[QK_COLOR[q]], width=0.8 / nq * 0.8)
+    ax.set_yscale("log")
+    ax.axhline(ASYM_FLOOR, color="grey", linestyle=":", linewidth=1)
+    ax.annotate("exactly symmetric (< 1e-9; shared W_Q = W_K without unit keys)", (0, ASYM_FLOOR),
+                xytext=(0, 4), textcoords="offset points", fontsize=6, color="grey")
+    ax.set_xticks(range(len(gs)))
+    ax.set_xticklabels([short(rest) for rest, _ in gs], fontsize=7)
+    ax.set_ylabel("‖S − Sᵀ‖_F / ‖S‖_F of the pre-softmax logits (trained)")
+    ax.set_title("Measured logit asymmetry, each seed", fontsize=9)
+    fig.suptitle(f"Separate vs shared W_Q = W_K ({note})", fontsize=9, y=1.02)
     return st.save(fig, out_dir, NAME + "_qk")
 
 
-def curve_of(curve, arm, col):
-    by_step = defaultdict(list)
+def curves_by_seed(curve, arm, col):
+    """{seed: ([steps], [values])} of an arm's eval curve."""
+    out = defaultdict(list)
     for r in curve:
         if r["arm"] == arm:
-            by_step[r["step"]].append(r[col])
-    xs = sorted(by_step)
-    return xs, [st.mean_ci95(by_step[x]) for x in xs]
+            out[r["seed"]].append((r["step"], r[col]))
+    return {s: ([x for x, _ in sorted(v)], [y for _, y in sorted(v)]) for s, v in out.items()}
 
 
 def fig_qk_curves(idx, curve, out_dir, note):
+    """The eval metric during training, one thin line per seed, per Q/K arm (each arm its colour)."""
     gs = qk_groups(idx)
     if not gs:
         return []
@@ -707,19 +906,18 @@ def fig_qk_curves(idx, curve, out_dir, note):
     for ax, (rest, g) in zip(axes[0], gs):
         t = rest[0]
         col = "eval_loss" if t in LOSS_TASKS else "eval_accuracy"
-        for i, q in enumerate(QK_ORDER):
+        for q in QK_ORDER:
             if q not in g:
                 continue
-            xs, stats = curve_of(curve, next(iter(idx[g[q]].values()))["arm"], col)
-            color = [st.PALETTE[0], st.PALETTE[3], st.PALETTE[2]][i]
-            ax.plot(xs, [s[0] for s in stats], color=color, label=QK_LABEL[q])
-            ax.fill_between(xs, [s[0] - s[1] for s in stats], [s[0] + s[1] for s in stats], color=color, alpha=0.2,
-                            linewidth=0)
+            color = st.PALETTE[QK_COLOR[q]]
+            for k, (_, (xs, ys)) in enumerate(sorted(curves_by_seed(curve, next(iter(idx[g[q]].values()))["arm"], col).items())):
+                ax.plot(xs, ys, color=color, linewidth=0.8, alpha=0.8,
+                        label=QK_LABEL[q] if k == 0 else None)
         ax.set_xlabel("training step")
         ax.set_ylabel(col.replace("_", " ") + (" (nats)" if col == "eval_loss" else " (fraction)"))
         ax.set_title(short(rest).replace("\n", ", "), fontsize=8)
-        ax.legend(fontsize=7)
-    fig.suptitle(f"Separate vs shared W_Q = W_K during training ({note})", fontsize=9, y=1.04)
+        ax.legend(fontsize=6)
+    fig.suptitle(f"Separate vs shared W_Q = W_K during training, one line per seed ({note})", fontsize=9, y=1.04)
     return st.save(fig, out_dir, NAME + "_qk_curves")
 
 
@@ -728,79 +926,109 @@ def heads_groups(idx):
             if rest[2] == "separate" and len(g) >= 2 and 1 in g]
 
 
-def fig_heads(idx, out_dir, note):
+def fig_heads(idx, out_dir, note, fresh=None):
+    """Test metric against n_heads, one point per seed (accuracy tasks and loss tasks on their own
+    axes; fresh seeds of an arm as open markers), and the learning rate each head count's pilot
+    chose."""
     gs = heads_groups(idx)
     if not gs:
         return []
-    fig, axes = st.plt.subplots(1, 2, figsize=(11, 4))
+    fresh = fresh or {}
+    kinds = [k for k in ("test_accuracy", "test_loss")
+             if any((rest[0] in LOSS_TASKS) == (k == "test_loss") for rest, _ in gs)]
+    fig, axes = st.plt.subplots(1, len(kinds) + 1, figsize=(5.2 * (len(kinds) + 1), 4.2), squeeze=False)
+    axes = axes[0]
     all_h = sorted({h for _, g in gs for h in g})
+    grid = set()
     for i, (rest, g) in enumerate(gs):
         t, a, _, ov = rest
         hs = sorted(g)
         d_model = int(next(iter(idx[g[hs[0]]].values()))["d_model"])
         col = "test_loss" if t in LOSS_TASKS else "test_accuracy"
+        ax = axes[kinds.index(col)]
         color, marker = st.PALETTE[i % len(st.PALETTE)], st.MARKERS[i % len(st.MARKERS)]
         label = f"{t} d_model {d_model}" + (f" ({ov_text(tuple(x for x in ov if x[0] != 'd_model'))})" if ov else "")
-        stats = [st.mean_ci95([r[col] for r in idx[g[h]].values()]) for h in hs]
-        axes[0].errorbar(hs, [s[0] for s in stats], yerr=[s[1] for s in stats], color=color, marker=marker, capsize=3,
-                         label=label)
+        for h in hs:
+            x = math.log2(h) + (i - (len(gs) - 1) / 2) * 0.12
+            seed_points(ax, x, [r[col] for r in idx[g[h]].values()], color, width=0.1, marker=marker,
+                        label=label if h == hs[0] else None)
+            fr = [r[col] for r in fresh.get(g[h], {}).values()]
+            if fr:
+                ax.scatter([x + 0.05] * len(fr), fr, s=14, facecolors="none", edgecolors=color, marker=marker,
+                           zorder=3, label=f"{label}, fresh seeds" if h == 1 else None)
         lrs = [st.mean_ci95([r["lr"] for r in idx[g[h]].values()])[0] for h in hs]
-        axes[1].plot(hs, lrs, color=color, marker=marker, label=label)
+        grid |= {x for x in lrs if not math.isnan(x)}
+        axes[-1].plot([math.log2(h) for h in hs], lrs, color=color, marker=marker, label=label)
     for ax in axes:
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(all_h)
+        ax.set_xticks([math.log2(h) for h in all_h])
         ax.set_xticklabels([str(h) for h in all_h])
         ax.set_xlabel("n_heads at fixed d_model (head size d_model / n_heads)")
-    axes[0].set_ylabel("test accuracy (fraction; loss for LM tasks)")
-    axes[0].set_title(f"Test metric vs number of heads ({note})", fontsize=9)
-    axes[1].set_ylabel("learning rate chosen by the pilot (mean over seeds)")
-    axes[1].set_yscale("log")
-    axes[1].set_title("Learning rate per head count (choose_lr)", fontsize=9)
-    axes[0].legend(fontsize=7)
+    for ax, col in zip(axes, kinds):
+        ax.set_ylabel("test accuracy (fraction)" if col == "test_accuracy" else "test loss (nats)")
+        ax.set_title(f"{'Accuracy' if col == 'test_accuracy' else 'Loss'} vs heads, each seed", fontsize=9)
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16))  # under the axes, off the data
+    axes[-1].set_yscale("log")
+    axes[-1].set_yticks(sorted(grid))
+    axes[-1].set_yticklabels([f"{x:g}" for x in sorted(grid)])
+    axes[-1].minorticks_off()
+    axes[-1].set_ylabel("learning rate chosen by the pilot")
+    axes[-1].set_title("Learning rate per head count", fontsize=9)
+    fig.suptitle(f"Several heads vs one ({note})", fontsize=9, y=1.02)
     return st.save(fig, out_dir, NAME + "_heads")
 
 
 def fig_pruning(idx, prune, out_dir, note):
+    """Test metric against the share of heads removed, one panel per task (accuracy or loss), the
+    arms of the task as lines (mean over seeds), the legend under each panel."""
     if not prune:
         return []
     by_arm = defaultdict(lambda: defaultdict(list))
     for r in prune:
+        if "seed_offset" in arm_only(r["arm"]):
+            continue
         by_arm[r["arm"]][r["fraction"]].append(r)
-    arms = sorted(by_arm)
-    fig, ax = st.plt.subplots(figsize=(7, 4))
-    for i, arm in enumerate(arms):
-        t = parse_arm(arm)[0]
+    tasks = sorted({parse_arm(a)[0] for a in by_arm}, key=task_rank)
+    ncol = min(4, len(tasks))
+    nrow = (len(tasks) + ncol - 1) // ncol
+    fig, axes = st.plt.subplots(nrow, ncol, figsize=(4.4 * ncol, 5.6 * nrow), squeeze=False)
+    for ax in axes.flat[len(tasks):]:
+        ax.set_visible(False)
+    for ax, t in zip(axes.flat, tasks):
         col = "test_loss" if t in LOSS_TASKS else "test_accuracy"
-        fr = sorted(by_arm[arm])
-        full = st.mean_ci95([r["full_" + col] for rows in by_arm[arm].values() for r in rows])[0]
-        xs = [0.0] + fr
-        stats = [(full, 0.0)] + [st.mean_ci95([r[col] for r in by_arm[arm][f]]) for f in fr]
-        ax.errorbar(xs, [s[0] for s in stats], yerr=[s[1] for s in stats], marker=st.MARKERS[i % len(st.MARKERS)],
-                    color=st.PALETTE[i % len(st.PALETTE)], capsize=3, label=arm)
-    ax.set_xlabel("share of heads removed at test time (least important first)")
-    ax.set_ylabel("test accuracy (fraction; loss for LM tasks)")
-    ax.set_title(f"Test-time head pruning, Michel et al. 2019 ({note})", fontsize=9)
-    ax.legend(fontsize=6)
+        arms = sorted(a for a in by_arm if parse_arm(a)[0] == t)
+        for i, arm in enumerate(arms):
+            fr = sorted(by_arm[arm])
+            full = st.mean_ci95([r["full_" + col] for rows in by_arm[arm].values() for r in rows])[0]
+            xs = [0.0] + fr
+            ys = [full] + [st.mean_ci95([r[col] for r in by_arm[arm][f]])[0] for f in fr]
+            k = parse_arm(arm)
+            label = f"{ARCH_SHORT.get(k[1], k[1])} {k[2]} h={k[3]}" + (f" {ov_text(k[4])}" if k[4] else "")
+            ax.plot(xs, ys, marker=st.MARKERS[i % len(st.MARKERS)], color=st.PALETTE[i % len(st.PALETTE)],
+                    label=label)
+        ax.set_xlabel("share of heads removed (least important first)")
+        ax.set_ylabel("test loss (nats)" if col == "test_loss" else "test accuracy (fraction)")
+        ax.set_title(TASK_LABEL.get(t, t), fontsize=8)
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
+    fig.suptitle(f"Test-time head pruning, Michel et al. 2019; mean over seeds ({note})", fontsize=9, y=1.03)
     return st.save(fig, out_dir, NAME + "_pruning")
 
 
-def fig_arch(idx, out_dir, note):
+def fig_arch(idx, out_dir, note, meta=None):
     gs = [(rest, g) for rest, g in sorted(groups(idx, 1).items(), key=lambda kv: (task_rank(kv[0][0]), kv[0]))
           if rest[1] == "separate" and len(g) >= 2]
     if not gs:
         return []
+    holdout = ((meta or {}).get("config", {}) or {}).get("reverse_holdout", "") if isinstance(meta, dict) else ""
     fig, axes = st.plt.subplots(1, len(gs), figsize=(4.6 * len(gs), 4.2), squeeze=False)
     for ax, (rest, g) in zip(axes[0], gs):
         t = rest[0]
         archs = [a for a in ARCH_ORDER if a in g]
         col = "test_loss" if t in LOSS_TASKS else "test_accuracy"
-        stats = [st.mean_ci95([r[col] for r in idx[g[a]].values()]) for a in archs]
-        ax.bar(range(len(archs)), [s[0] for s in stats], yerr=[s[1] for s in stats], capsize=3,
-               color=[st.PALETTE[ARCH_ORDER.index(a) % len(st.PALETTE)] for a in archs])
         for j, a in enumerate(archs):
+            seed_points(ax, j, [r[col] for r in idx[g[a]].values()], st.PALETTE[ARCH_ORDER.index(a) % len(st.PALETTE)])
             r0 = next(iter(idx[g[a]].values()))
-            ax.annotate(f"{int(r0['n_params'])} p.\nD {int(r0['d_model'])}", (j, 0), ha="center", va="bottom",
-                        fontsize=6, xytext=(0, 3), textcoords="offset points", color="white")
+            ax.annotate(f"{int(r0['n_params'])} p.\nD {int(r0['d_model'])}", (j, 0), xycoords=("data", "axes fraction"),
+                        ha="center", va="bottom", fontsize=6, xytext=(0, 3), textcoords="offset points")
         ax.set_xticks(range(len(archs)))
         ax.set_xticklabels([ARCH_SHORT[a] for a in archs], fontsize=8)
         r0 = next(iter(idx[g[archs[0]]].values()))
@@ -808,28 +1036,63 @@ def fig_arch(idx, out_dir, note):
             ax.set_ylabel("test loss on the continuation (nats per symbol)")
         else:
             ax.axhline(r0["chance_accuracy"], color="grey", linestyle=":", linewidth=1)
-            ax.set_ylabel("test accuracy (dotted: baseline)")
-            ax.set_ylim(0, 1.05)
+            where = (f" at the held-out lengths {holdout}" if t == "reverse" and holdout
+                     else " at the held-out lengths" if t == "reverse" else "")
+            ax.set_ylabel(f"test accuracy{where} (dotted: baseline)")
+            ax.set_ylim(-0.02, 1.05)
         claimed = CLAIMED_ARCH.get(t)
         ax.set_title(f"{short(rest).replace(chr(10), ', ')}\n(claimed best: {ARCH_LABEL.get(claimed, '-')})", fontsize=8)
-    fig.suptitle(f"Architectures ({note})", fontsize=9, y=1.06)
+    fig.suptitle(f"Architectures, each seed, bar = mean ({note})", fontsize=9, y=1.06)
     return st.save(fig, out_dir, NAME + "_arch")
+
+
+def fig_lengths(idx, lengths, out_dir, note):
+    """Reverse: test accuracy against the source length per architecture (mean over seeds; the
+    held-out lengths as filled markers, the training lengths open), when the by_length table has
+    rows."""
+    if not lengths:
+        return []
+    arms = sorted({r["arm"] for r in lengths}, key=lambda a: ARCH_ORDER.index(parse_arm(a)[1])
+                  if parse_arm(a)[1] in ARCH_ORDER else 99)
+    fig, ax = st.plt.subplots(figsize=(7, 4.2))
+    for arm in arms:
+        k = parse_arm(arm)
+        if arm_only(arm) or "lr_grid" in dict(k[4]):  # the design's arms only (not the one-seed grid checks)
+            continue
+        color = st.PALETTE[ARCH_ORDER.index(k[1]) % len(st.PALETTE)] if k[1] in ARCH_ORDER else "black"
+        rows = [r for r in lengths if r["arm"] == arm]
+        ns = sorted({r["length"] for r in rows})
+        ys = [st.mean_ci95([r["accuracy"] for r in rows if r["length"] == n])[0] for n in ns]
+        ax.plot(ns, ys, color=color, linewidth=1, label=ARCH_LABEL.get(k[1], k[1]))
+        for n, y in zip(ns, ys):
+            held = any(r["lengths"] == "held_out" for r in rows if r["length"] == n)
+            ax.scatter([n], [y], color=color if held else "white", edgecolors=color, zorder=3, s=30 if held else 14)
+    ax.set_xlabel("source length (filled: held out of training)")
+    ax.set_ylabel("test accuracy (fraction of target symbols)")
+    ax.set_ylim(-0.02, 1.05)
+    ax.set_title(f"Reverse: accuracy per length, mean over seeds ({note})", fontsize=9)
+    ax.legend(fontsize=7)
+    return st.save(fig, out_dir, NAME + "_lengths")
 
 
 def main(argv):
     res = argv[1] if len(argv) > 1 else os.path.join("results", NAME)
     try:
         rows, curve, prune, meta = load(res)
+        lengths = load_lengths(res)
         st.setup()
         idx = index(rows)
-        note = st.scale_note(meta, len({r["seed"] for r in rows}))
+        fresh = index(rows, fresh=True)
+        # The figures show every seed (the pruning figure: means), not intervals.
+        note = st.scale_note(meta, len({r["seed"] for r in rows if r["offset"] == 0})).replace(", mean ± 95% CI", "")
         out_dir = os.path.join(res, "figures")
         paths = []
         paths += fig_qk(idx, out_dir, note)
         paths += fig_qk_curves(idx, curve, out_dir, note)
-        paths += fig_heads(idx, out_dir, note)
+        paths += fig_heads(idx, out_dir, note, fresh)
         paths += fig_pruning(idx, prune, out_dir, note)
-        paths += fig_arch(idx, out_dir, note)
+        paths += fig_arch(idx, out_dir, note, meta)
+        paths += fig_lengths(idx, lengths, out_dir, note)
         verdicts(res)  # fails (exit 2) on data the report could not use
     except st.DataError as e:
         st.fail(str(e))

@@ -31,7 +31,7 @@ const std::vector<std::string> kTasks = {"prev_token", "mqar",     "induction", 
                                          "lm",         "lag_pair", "dup_tag",      "text",     "continuation"};
 const std::vector<std::string> kArchs = {"encoder", "decoder", "prefix_lm", "encoder_decoder",
                                          "encoder_decoder_compute"};
-const std::vector<std::string> kQk = {"separate", "shared", "shared_noself"};
+const std::vector<std::string> kQk = {"separate", "shared", "shared_noself", "shared_noself_norm"};
 
 namespace {
 
@@ -64,7 +64,7 @@ std::string why_not(const std::string& task, const std::string& arch) {
   throw ConfigError("arm: invalid value '" + text + "': " + why +
                     "; expected task:arch:qk:n_heads[/key=value...] with task " + join(kTasks, "|") +
                     ", arch " + join(kArchs, "|") + ", qk " + join(kQk, "|") +
-                    ", n_heads an integer >= 1 dividing d_model");
+                    ", n_heads an integer >= 1 dividing d_model, key an experiment key or seeds|seed_offset");
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -107,17 +107,40 @@ Arm parse_arm(const std::string& text) {
   if (std::find(ok.begin(), ok.end(), a.arch) == ok.end())
     bad_arm(text, "arch " + a.arch + " cannot run task " + a.task + " (" + why_not(a.task, a.arch) +
                       "; allowed for " + a.task + ": " + join(ok, "|") + ")");
+  a.base = parts[0];
+  bool has_seeds = false, has_offset = false;
   for (std::size_t i = 1; i < parts.size(); ++i) {
     const std::size_t eq = parts[i].find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == parts[i].size())
       bad_arm(text, "override '" + parts[i] + "' is not key=value");
-    const std::string key = parts[i].substr(0, eq);
+    const std::string key = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
     if (key == "arm") bad_arm(text, "an arm cannot override the key arm");
+    bool& seen = key == "seeds" ? has_seeds : has_offset;
+    if (key == "seeds" || key == "seed_offset") {  // the arm-only keys (arms.hpp)
+      if (seen) bad_arm(text, "key " + key + " is overridden twice");
+      seen = true;
+      const std::size_t lo = key == "seeds" ? 1 : 0;
+      if (value.size() > 6 || value.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoul(value) < lo || std::stoul(value) > 100000)
+        bad_arm(text, key + " '" + value + "' is not an integer in [" + std::to_string(lo) + ", 100000]");
+      (key == "seeds" ? a.seeds : a.seed_offset) = static_cast<std::size_t>(std::stoul(value));
+      continue;
+    }
     for (const auto& kv : a.overrides)
       if (kv.first == key) bad_arm(text, "key " + key + " is overridden twice");
-    a.overrides.emplace_back(key, parts[i].substr(eq + 1));
+    a.overrides.emplace_back(key, value);
+    a.base += "/" + parts[i];
   }
   return a;
+}
+
+bool keep_cell(const Cell& cell) {
+  try {
+    const Arm a = parse_arm(cell.get_string("arm"));
+    return a.seeds == 0 || cell.replicate < a.seeds;
+  } catch (const ConfigError&) {
+    return true;  // validate reports the arm
+  }
 }
 
 Cell resolve_cell(const Cell& cell, const std::vector<OptionSpec>& options, Arm* arm) {
@@ -129,6 +152,10 @@ Cell resolve_cell(const Cell& cell, const std::vector<OptionSpec>& options, Arm*
     if (spec == options.end() || spec->sweep)
       bad_arm(text, "override key '" + key + "' is not one of the experiment's keys (--help lists them)");
     c.params.set(key, spec->parse(value, "arm '" + text + "'").front());
+  }
+  if (arm->seed_offset > 0) {  // the streams and the reported seed of replicate r + seed_offset
+    c.replicate += arm->seed_offset;
+    c.seed = seqlab::experiment::replicate_seed(c.base_seed, c.replicate);
   }
   const std::size_t D = c.get_size("d_model");
   if (D % arm->n_heads != 0)

@@ -5,7 +5,16 @@
 //
 // An arm is "task:arch:qk:n_heads", optionally followed by "/key=value" overrides of the
 // experiment's other keys for this arm only (e.g. "lag_pair:decoder:separate:8/d_model=128/
-// num_layers=1"): the sub-designs need different widths, depths and lengths in one grid.
+// num_layers=1"): the sub-designs need different widths, depths and lengths in one grid. Two
+// override keys exist for arms only (not keys of the experiment, so adding them never changes
+// another arm's cells):
+//   seeds=N        the arm has replicates 0..N-1 only (N in [1, 100000]; the grid's `seeds` key
+//                  is the most any arm has): a pilot-only or one-seed arm beside 5-seed ones;
+//   seed_offset=K  the arm's replicate r runs with the streams (data, initialisation, test sets)
+//                  of replicate r + K, and is reported as seed r + K (K in [0, 100000]): fresh
+//                  seeds of an existing arm (e.g. "<arm>/seed_offset=5" adds seeds 5..9).
+// Neither changes the learning rate: the pilot of an arm is that of the arm without these two keys
+// (on replicate 0's streams), shared with it when both run from one build (main.cpp).
 //
 // Layouts (T = seq_len, V = vocab; TaskBatch, encoder-decoder batches with decoder_tokens):
 //   prev_token, mqar, induction,   the registry's batch (previous_token, mqar, induction_copy,
@@ -65,21 +74,34 @@ extern const std::vector<std::string> kTasks, kArchs, kQk;
 struct Arm {
   std::string task, arch, qk;
   std::size_t n_heads = 0;
-  std::vector<std::pair<std::string, std::string>> overrides;  // in the order given
+  std::vector<std::pair<std::string, std::string>> overrides;  // of experiment keys, in the order given
+  std::size_t seeds = 0;        // the arm-only key seeds (0: not given, every replicate of the grid)
+  std::size_t seed_offset = 0;  // the arm-only key seed_offset
+  std::string base;             // the arm's text without the arm-only keys (its pilot's arm)
   bool shared() const { return qk != "separate"; }
+  /// Reformer's self mask: shared_noself and shared_noself_norm.
+  bool mask_self() const { return qk == "shared_noself" || qk == "shared_noself_norm"; }
+  /// Reformer's unit-length keys (MultiheadAttention::set_normalize_keys): shared_noself_norm.
+  bool normalize_keys() const { return qk == "shared_noself_norm"; }
   bool encoder_decoder() const { return arch == "encoder_decoder" || arch == "encoder_decoder_compute"; }
 };
 
 /// The syntax of `text`. Throws experiment::ConfigError naming the key `arm`, the value and the
 /// allowed syntax: not four ':'-separated fields, an unknown task / arch / qk, n_heads not an
 /// integer in [1, 999999], an architecture that cannot run the task, an override that is not
-/// key=value or names `arm` or a key twice.
+/// key=value or names `arm` or a key twice, seeds not an integer in [1, 100000] or seed_offset
+/// not one in [0, 100000].
 Arm parse_arm(const std::string& text);
 
 /// The cell as the arm sees it: a copy of `cell` with the arm's overrides parsed by their keys'
-/// specs in `options` and set. Stores the parsed arm in *arm. Throws experiment::ConfigError for
+/// specs in `options` and set, and with seed_offset: replicate and seed those of replicate
+/// cell.replicate + seed_offset. Stores the parsed arm in *arm. Throws experiment::ConfigError for
 /// a bad arm, an unknown override key, a value its key rejects, or n_heads not dividing d_model.
 Cell resolve_cell(const Cell& cell, const std::vector<OptionSpec>& options, Arm* arm);
+
+/// Whether the grid point is a cell (ExperimentSpec::keep): its replicate is below the arm's
+/// seeds (always true without the key, or for an arm that does not parse: validate reports it).
+bool keep_cell(const Cell& cell);
 
 /// Which fixed set to draw (ArmTask::fixed_set).
 enum class SetKind {

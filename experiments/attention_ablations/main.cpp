@@ -84,7 +84,9 @@ std::vector<OptionSpec> options() {
       string_sweep("arm", kQuickArms,
                    "task:arch:qk:n_heads[/key=value...]; task prev_token|mqar|induction|majority|reverse|lm|"
                    "lag_pair|dup_tag|text|continuation, arch encoder|decoder|prefix_lm|encoder_decoder|"
-                   "encoder_decoder_compute, qk separate|shared|shared_noself; /key=value overrides a key for this arm"),
+                   "encoder_decoder_compute, qk separate|shared|shared_noself|shared_noself_norm; /key=value overrides "
+                   "a key for this arm; arm-only keys /seeds=N (replicates 0..N-1 only) and /seed_offset=K (replicate "
+                   "r runs seed r+K)"),
       int_option("d_model", 32, "units", "model width D (encoder_decoder: the reference width; its own is matched)")
           .at_least(1).at_most(4096),
       int_option("num_layers", 2, "layers",
@@ -200,14 +202,17 @@ void run_cell(const Cell& raw, CellOutput& out) {
 
   Row id;
   id.add("experiment", kName).add("arm", raw.get_string("arm")).add("task", arm.task).add("arch", arm.arch)
-      .add("qk", arm.qk).add("n_heads", arm.n_heads).add("seed", raw.replicate);
+      .add("qk", arm.qk).add("n_heads", arm.n_heads).add("seed", cell.replicate);  // seed_offset included
 
   // A fresh model from the initialisation stream of `streams` (this cell, or replicate 0 for the
   // pilot).
   auto make = [&](const Cell& streams) {
     Rng init_rng(streams.stream_seed(kInitStream));
     std::unique_ptr<SequenceModel> m = make_model(choice.cfg, init_rng);
-    for (MultiheadAttention* a : self_attentions(*m)) a->set_mask_self(arm.qk == "shared_noself");
+    for (MultiheadAttention* a : self_attentions(*m)) {
+      a->set_mask_self(arm.mask_self());
+      a->set_normalize_keys(arm.normalize_keys());
+    }
     return m;
   };
   CrossEntropyLoss ce(kIgnoreTarget);
@@ -226,7 +231,7 @@ void run_cell(const Cell& raw, CellOutput& out) {
     Rng train_rng(streams.stream_seed(kTrainStream));
     TrainingPhase phase(cell, out, &model, name);
     phase.steps(n).clip_norm(cell.get_real("clip_norm"))
-        .label(name + " " + raw.get_string("arm") + " seed " + std::to_string(raw.replicate));
+        .label(name + " " + raw.get_string("arm") + " seed " + std::to_string(cell.replicate));
     if (hook) phase.every(every, hook);
     // --checkpoint-every: the updates also change the training data stream (and steps_to_target).
     phase.state().add("train_rng", train_rng);
@@ -265,6 +270,7 @@ void run_cell(const Cell& raw, CellOutput& out) {
     const double solved = cell.get_real("solved_loss") * task0.spec().baseline_loss;
     nlohmann::json group = raw.fingerprint(kName);
     group["replicate"] = 0;
+    group["params"]["arm"] = arm.base;  // without seeds / seed_offset: the same pilot as the base arm
     std::size_t k = 0;
     lr = shared_choose_lr(cell, "lr pilot of " + group.dump(), grid, [&](double rate) {
       std::unique_ptr<SequenceModel> m = make(rep0);
@@ -301,8 +307,24 @@ void run_cell(const Cell& raw, CellOutput& out) {
   const Evaluation ev = evaluate(model, task, test);  // eval mode after run()
   const Evaluation val = evaluate(model, task, valid);
   Evaluation seen;
-  if (!task.holdout_lengths().empty())
-    seen = evaluate(model, task, task.fixed_set(SetKind::seen, cell.get_size("test_batch"), seen_rng));
+  std::vector<TaskBatch> seen_set;
+  if (!task.holdout_lengths().empty()) {
+    seen_set = task.fixed_set(SetKind::seen, cell.get_size("test_batch"), seen_rng);
+    seen = evaluate(model, task, seen_set);
+  }
+  // Reverse: the test metrics of each length, held out (the test set) and trained on (the seen set).
+  if (arm.task == "reverse") {
+    for (const auto& [split, sets] : {std::pair<const char*, const std::vector<TaskBatch>*>{"held_out", &test},
+                                      {"training", &seen_set}})
+      for (const TaskBatch& b : *sets) {
+        const Evaluation e = evaluate(model, task, {b});
+        const std::size_t w = b.targets.shape()[1];  // n, or 2n in the decoder and prefix-LM layouts
+        const bool stacked = arm.arch == "decoder" || arm.arch == "prefix_lm";
+        out.add_row(Row(id).add("lengths", split).add("length", stacked ? w / 2 : w)
+                        .add("rows", batch_rows(b)).add("loss", e.loss).add("accuracy", e.accuracy)
+                        .add("exact_match", e.exact_match), "by_length");
+      }
+  }
   const AttentionDiagnostics diag = diagnose(model, task, probe);
   tr.check_test_loss(ev.loss);
 
@@ -320,7 +342,7 @@ void run_cell(const Cell& raw, CellOutput& out) {
 
   const ModelConfig& mc = choice.cfg;
   out.add_row(Row(id)
-                  .add("derived_seed", raw.seed).add("d_model", mc.hidden_size).add("ref_d_model", cell.get_size("d_model"))
+                  .add("derived_seed", cell.seed).add("d_model", mc.hidden_size).add("ref_d_model", cell.get_size("d_model"))
                   .add("num_layers", cell.get_size("num_layers")).add("d_ff", mc.d_ff)
                   .add("head_dim", mc.hidden_size / mc.n_heads).add("positional_encoding", mc.positional_encoding)
                   .add("encoder_layers", choice.encoder_layers).add("decoder_layers", choice.decoder_layers)
@@ -376,10 +398,14 @@ int main(int argc, char** argv) {
       {"lr_pilot", with({"lr", "pilot_steps", "val_loss", "chosen", "all_diverged"})},
       {"pruning", with({"fraction", "heads_removed", "heads_total", "test_loss", "test_accuracy", "full_test_loss",
                         "full_test_accuracy"})},
+      {"by_length", with({"lengths", "length", "rows", "loss", "accuracy", "exact_match"})},
   };
+  // Reverse's per-length table came after cells of every arm were stored: those stay valid.
+  spec.tables.back().optional = true;
   spec.default_seeds = 5;
   spec.timing_columns = {"train_time_s"};
   spec.validate = validate;
+  spec.keep = keep_cell;  // an arm's seeds (arms.hpp)
   spec.run_cell = run_cell;
   return run_experiment(argc, argv, spec);
 }

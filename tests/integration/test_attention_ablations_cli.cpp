@@ -111,6 +111,9 @@ TEST_CASE("attention_ablations rejects bad input with exit 2 and writes nothing"
       {{"--arm=lag_pair:decoder:separate:2", "--lag_b=1"}, {"lag_b", "!= lag_a"}},
       {{"--arm=reverse:encoder:separate:2", "--reverse_holdout=9"}, {"reverse_holdout", "'9'"}},
       {{"--lr_grid=0.01 0"}, {"lr_grid", "'0.01 0'"}},
+      {{"--arm=prev_token:decoder:separate:2/seeds=0"}, {"arm", "seeds '0' is not an integer in [1, 100000]"}},
+      {{"--arm=prev_token:decoder:separate:2/seed_offset=x"}, {"arm", "seed_offset 'x' is not an integer"}},
+      {{"--arm=prev_token:decoder:separate:2/seeds=1/seeds=2"}, {"arm", "key seeds is overridden twice"}},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"--out=" + out.string()};
@@ -307,6 +310,48 @@ TEST_CASE("attention_ablations writes every column, symmetric shared-QK logits a
         drop_column(csv, "train_time_s"));
 }
 
+TEST_CASE("attention_ablations arm-only keys select replicates and shift seeds; unit keys are not symmetric",
+          "[integration][attention_ablations]") {
+  TempDir d;
+  const std::string base = "prev_token:decoder:separate:2", norm = "prev_token:decoder:shared_noself_norm:2";
+  const Run l = run({"--arm=" + base + "/seeds=1," + base + "/seed_offset=2," + norm, "--seeds=2", "--list-cells"},
+                    d.path);
+  CHECK(l.code == 0);
+  CHECK(l.out == "0 arm=" + base + "/seeds=1 seed=0\n1 arm=" + base + "/seed_offset=2 seed=0\n2 arm=" + base +
+                     "/seed_offset=2 seed=1\n3 arm=" + norm + " seed=0\n4 arm=" + norm + " seed=1\n");
+  // Replicate 0 of the offset arm is replicate 1 of the arm without it: the same rows but the
+  // arm, and the same learning rate from the same pilot (replicate 0's).
+  const std::vector<std::string> small = {"--d_model=8", "--num_layers=1", "--seq_len=8", "--vocab=8",
+                                          "--batch=4", "--steps=4", "--warmup_steps=1", "--eval_every=2",
+                                          "--eval_batch=4", "--val_batch=8", "--test_batch=8",
+                                          "--lr_grid=0.001 0.01", "--pilot_steps=2"};
+  auto with = [&](std::vector<std::string> a, const fs::path& out) {
+    a.insert(a.end(), small.begin(), small.end());
+    a.push_back("--out=" + out.string());
+    return a;
+  };
+  const fs::path o1 = d.path / "offset", o2 = d.path / "plain";
+  REQUIRE(run(with({"--arm=" + base + "/seed_offset=1," + norm, "--seeds=1"}, o1), d.path).code == 0);
+  REQUIRE(run(with({"--arm=" + base, "--seeds=2"}, o2), d.path).code == 0);
+  const Csv a = parse_csv(slurp(o1 / "attention_ablations.csv")), b = parse_csv(slurp(o2 / "attention_ablations.csv"));
+  REQUIRE(a.rows.size() == 2);
+  REQUIRE(b.rows.size() == 2);
+  const auto& shifted = a.rows[0];
+  const auto& plain = b.rows[1];
+  CHECK(shifted.at("seed") == "1");
+  for (const auto& [col, value] : plain) {
+    if (col == "arm" || col == "train_time_s") continue;
+    INFO(col);
+    CHECK(shifted.at(col) == value);
+  }
+  // Reformer's unit-length keys with the self mask: the logits are not symmetric (S_ij =
+  // |q_i| cos θ_ij / √d_k), and causal position 0 alone attends to itself.
+  const auto& r = a.rows[1];
+  CHECK(r.at("qk") == "shared_noself_norm");
+  CHECK(num(r, "logit_asymmetry") > 1e-3);
+  CHECK(num(r, "diag_attention") == Approx(1.0 / 8).margin(1e-6));
+}
+
 TEST_CASE("attention_ablations chooses the learning rate by a pilot and tests reverse on held-out lengths",
           "[integration][attention_ablations]") {
   TempDir d;
@@ -330,6 +375,25 @@ TEST_CASE("attention_ablations chooses the learning rate by a pilot and tests re
     CHECK((fresh || it->second == both));
   }
   CHECK(pilot_of.size() == 2);
+  // The per-length table: every held-out length (5) and training length (3, 4) of every cell,
+  // and the pooled test accuracy is their position-weighted mean.
+  const Csv L = parse_csv(slurp(out / "attention_ablations_by_length.csv"));
+  REQUIRE(L.rows.size() == 4 * 3);
+  for (const auto& r : t.rows) {
+    double correct = 0, scored = 0;
+    std::vector<std::string> seen;
+    for (const auto& l : L.rows) {
+      if (l.at("arm") != r.at("arm") || l.at("seed") != r.at("seed")) continue;
+      seen.push_back(l.at("lengths") + " " + l.at("length"));
+      if (l.at("lengths") == "held_out") {
+        correct += num(l, "accuracy") * num(l, "rows") * num(l, "length");
+        scored += num(l, "rows") * num(l, "length");
+      }
+    }
+    INFO(r.at("arm") << " seed " << r.at("seed"));
+    CHECK(seen == std::vector<std::string>{"held_out 5", "training 3", "training 4"});
+    CHECK(correct / scored == Approx(num(r, "test_accuracy")).margin(1e-6));
+  }
   // The pilot table: one row per cell and rate, the chosen one flagged, matching the main table.
   const Csv p = parse_csv(slurp(out / "attention_ablations_lr_pilot.csv"));
   CHECK(p.rows.size() == 8);

@@ -10,7 +10,8 @@ construction; the 20-update heads arms sit at the floor); the rules on edited co
 holds, fails in both senses, straddling, floor); claim texts without sizes (the sizes in the
 measured column); the pruning rows on a written pruning table (one row per task family over the
 models off both ends, the at-ceiling and at-floor models listed as not informative and never
-deciding, 'depends on the task' across families); MQAR's key-agnostic floor; a CSV without a column or
+deciding, 'depends on the task' across families); the pre-registered sign test of the heads rows on
+fresh seeds (arms with seed_offset) at each count; MQAR's key-agnostic floor; a CSV without a column or
 a missing CSV makes the script exit 2 naming it, and verdicts() raise DataError; the script runs
 from any directory.
 """
@@ -182,6 +183,51 @@ def main():
                   "prev_token:decoder:shared:2": ([1.0, 1.0, 0.999], [0.99, 1.0, 1.0])}
         write_pruning(table4)
         check(prune_verdicts() == [], f"only at-ceiling models, yet pruning rows: {prune_verdicts()}")
+
+        # The pre-registered heads sign test on fresh seeds: rows of the arms with seed_offset
+        # (seeds 5..14) pooled under the arm they extend; k = seeds whose (2 heads − 1 head)
+        # accuracy exceeds +0.02; holds if P(Bin(10, 1/2) >= k) <= 0.05 (k >= 9), fails if
+        # P(Bin(10, 1/2) >= 10 − k) <= 0.05 (k <= 1), else inconclusive. The t-interval row stays on
+        # the arms' own seeds (its verdict unchanged by the fresh rows).
+        hs = fresh(FIXTURE, tmp, "fresh_seeds")
+        hpath = os.path.join(hs, NAME + ".csv")
+        base_rows = read_rows(hpath)
+        hdr = base_rows[0]
+        i_arm, i_seed, i_acc = hdr.index("arm"), hdr.index("seed"), hdr.index("test_accuracy")
+        i_chance = hdr.index("chance_accuracy")
+        t_before = next(v for v in plot.verdicts(hs) if v["claim"].startswith("Several heads beat one at fixed"))
+
+        def with_fresh(one, two):
+            out = [list(r) for r in base_rows]
+            for arm, accs in (("prev_token:decoder:separate:1", one), ("prev_token:decoder:separate:2", two)):
+                proto = next(r for r in base_rows[1:] if r[i_arm] == arm)
+                for j, acc in enumerate(accs):
+                    r = list(proto)
+                    r[i_arm], r[i_seed], r[i_acc] = arm + "/seed_offset=5", str(5 + j), str(acc)
+                    out.append(r)
+            write_rows(hpath, out)
+            rows_ = plot.verdicts(hs)
+            check_verdict_rows(rows_)
+            sg = [v for v in rows_ if "sign test" in v["claim"]]
+            check(len(sg) == 1, f"one sign-test row: {[v['claim'] for v in rows_]}")
+            tr = next(v for v in rows_ if v["claim"].startswith("Several heads beat one at fixed d_model ("))
+            check(tr["verdict"] == t_before["verdict"] and tr["effect"] == t_before["effect"],
+                  "the fresh seeds changed the t-interval row")
+            return sg[0]
+        chance = float(base_rows[1][i_chance])
+        one_ok = [0.60] * 10
+        for k, want in ((10, "holds"), (9, "holds"), (8, "inconclusive"), (2, "inconclusive"), (1, "fails"),
+                        (0, "fails")):
+            two = [0.70] * k + [0.61] * (10 - k)  # k seeds 0.10 ahead, the others 0.01 (within the margin)
+            v = with_fresh(one_ok, two)
+            check(v["verdict"] == want, f"sign test with {k} of 10 beyond the margin: want {want}, got {v['verdict']}")
+            check(f"{k} of 10 fresh seeds beyond +0.02" in v["effect"], f"count not in the effect: {v['effect']}")
+        # A failing seed of one head (bimodal) counts as one seed beyond the margin, however far: 8
+        # seeds 0.10 ahead, seed 13 within the margin, seed 14 one head failed -> 9 of 10, holds.
+        v = with_fresh([0.60] * 9 + [chance + 0.05], [0.70] * 8 + [0.61] * 2)
+        check(v["verdict"] == "holds" and "9 of 10" in v["effect"], f"bimodal: {v['verdict']} {v['effect']}")
+        v = with_fresh([chance] * 10, [chance + 0.01] * 10)
+        check(v["verdict"] == "inconclusive: floor", f"both at chance: {v['verdict']}")
 
         # MQAR's floor is the key-agnostic predictor's accuracy (the most frequent context value),
         # computed from meta.json's mqar_pairs and vocab: 1381/4096 at 4 pairs over 16 values, the

@@ -330,6 +330,42 @@ TEST_CASE("a table's merge filter reduces the merged CSV and the cells keep ever
   CHECK_THAT(main_filtered.err, Catch::Contains("main table cannot have a merge_keep filter"));
 }
 
+TEST_CASE("a table declared optional keeps the cells stored before it valid", "[experiment][run]") {
+  TempDir d;
+  const auto ini = write_ini(d.path, "c.ini", "n = 1,2\nseeds = 1\n");
+  const fs::path out = d.path / "res";
+  const std::vector<std::string> args = {"--config", ini.string(), "--out", out.string(), "--quiet"};
+  REQUIRE(run(toy_spec(), args).code == 0);  // cells without the new table
+  // The experiment now declares a third table: without `optional` its old cells are corrupt.
+  ExperimentSpec later = toy_spec();
+  later.tables.push_back({"extra", {"experiment", "n", "seed", "value"}});
+  const auto strict = run(later, {"--config", ini.string(), "--out", out.string(), "--merge"});
+  CHECK(strict.code == 1);
+  CHECK_THAT(strict.err, Catch::Contains("table 'extra' is missing"));
+  later.tables.back().optional = true;
+  g_calls = 0;
+  REQUIRE(run(later, args).code == 0);
+  CHECK(g_calls == 0);  // both old cells are done
+  CHECK(count_lines(slurp(out / "toy_extra.csv")) == 1);  // header only
+  // A recomputed cell writes the table; the merge holds its rows and none of the old cell's.
+  later.run_cell = [inner = later.run_cell](const Cell& c, CellOutput& o) {
+    inner(c, o);
+    o.add_row(Row().add("experiment", "toy").add("n", c.get_int("n")).add("seed", c.replicate).add("value", 7), "extra");
+  };
+  auto force_one = args;
+  force_one.insert(force_one.end(), {"--cell", "1", "--force"});
+  REQUIRE(run(later, force_one).code == 0);
+  REQUIRE(run(later, {"--config", ini.string(), "--out", out.string(), "--merge", "--quiet"}).code == 0);
+  const std::string extra = slurp(out / "toy_extra.csv");
+  CHECK(count_lines(extra) == 2);
+  CHECK_THAT(extra, Catch::Contains("toy,2,0,7"));
+  // The main table cannot be optional.
+  later.tables[0].optional = true;
+  const auto main_optional = run(later, {"--config", ini.string(), "--out", out.string(), "--merge"});
+  CHECK(main_optional.code == 1);
+  CHECK_THAT(main_optional.err, Catch::Contains("main table cannot be optional"));
+}
+
 TEST_CASE("finished cells are skipped and force recomputes them", "[experiment][run]") {
   TempDir d;
   const auto ini = write_ini(d.path, "c.ini", "n = 1,2\n");

@@ -1,7 +1,8 @@
 // Tests of MultiheadAttention's optional masks (lib/include/seqlab/nn/attention.hpp): Reformer's
-// mask of attention to self (set_mask_self), the prefix-LM mask (set_causal_prefix) and Michel et
-// al.'s head mask (set_head_mask): which probabilities they zero, what the outputs then equal, and
-// finite-difference gradients with each of them (alone and with the other masks and hooks).
+// mask of attention to self (set_mask_self) and its unit-length keys (set_normalize_keys), the
+// prefix-LM mask (set_causal_prefix) and Michel et al.'s head mask (set_head_mask): which
+// probabilities they zero or what they equal, what the outputs then equal, and finite-difference
+// gradients with each of them (alone and with the other masks and hooks, both kernels).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "gradcheck.hpp"
 #include "seqlab/core/rng.hpp"
 #include "seqlab/nn/attention.hpp"
+#include "seqlab/nn/kv_cache.hpp"
 #include "seqlab/nn/positional.hpp"
 #include "random_inputs.hpp"
 
@@ -33,6 +35,8 @@ struct OptionCase {
   std::size_t prefix = 0;
   std::vector<float> gates;
   bool rope = false;
+  bool normalize_keys = false;
+  AttentionKernel kernel = AttentionKernel::automatic;
   std::size_t q_offset = 0, k_offset = 0;
 };
 
@@ -49,6 +53,8 @@ void gradcheck(const OptionCase& c) {
   mha.set_mask_self(c.mask_self);
   mha.set_causal_prefix(c.prefix);
   mha.set_head_mask(c.gates);
+  mha.set_normalize_keys(c.normalize_keys);
+  mha.set_kernel(c.kernel);
   Tensor3 x = randn3(B, T, D, rng);
   PaddingMask pad = xt::zeros<std::uint8_t>({B, T});
   if (c.padding) {
@@ -124,6 +130,68 @@ TEST_CASE("MultiheadAttention self mask zeroes the diagonal unless it is the onl
   const Tensor3 kv = randn3(B, T, D, rng);
   mha.forward(x, kv);
   CHECK(mha.attention_probs()(0, 0, 2, 2) > 0.0f);
+}
+
+TEST_CASE("MultiheadAttention normalised keys score queries against unit-length keys", "[nn][attention]") {
+  // The probabilities equal softmax(q_t · k_j/‖k_j‖ / √d_k) computed here from in_proj (Reformer
+  // §2 with W_Q = W_K: k_j = q_j/‖q_j‖), with both kernels and with the self mask; the logits of
+  // the shared projection are then no longer symmetric.
+  Rng rng(29);
+  const std::size_t B = 2, T = 5, D = 8, h = 2, dk = D / h;
+  for (const bool shared : {true, false}) {
+    MultiheadAttention mha(D, h, rng, shared);
+    randomise_biases(mha, rng);
+    const Tensor3 x = randn3(B, T, D, rng);
+    // q and k rows of the projection, in double.
+    const auto& W = mha.in_proj_weight.value;
+    const auto& bias = mha.in_proj_bias.value;
+    const std::size_t k_row = shared ? 0 : D;
+    auto proj = [&](std::size_t b, std::size_t t, std::size_t row) {
+      double v = bias(row);
+      for (std::size_t e = 0; e < D; ++e) v += static_cast<double>(W(row, e)) * x(b, t, e);
+      return v;
+    };
+    for (const auto kernel : {AttentionKernel::materialised, AttentionKernel::fused}) {
+      for (const bool mask_self : {false, true}) {
+        INFO("shared " << shared << " fused " << (kernel == AttentionKernel::fused) << " mask_self " << mask_self);
+        mha.set_kernel(kernel);
+        mha.set_mask_self(mask_self);
+        mha.set_normalize_keys(true);
+        mha.forward(x, AttentionMask{true, nullptr});
+        if (mask_self) CHECK_FALSE(mha.last_forward_fused());
+        const Tensor4& P = mha.attention_probs();
+        for (std::size_t b = 0; b < B; ++b)
+          for (std::size_t i = 0; i < h; ++i)
+            for (std::size_t t = 0; t < T; ++t) {
+              std::vector<double> s(t + 1);
+              double mx = -1e300;
+              for (std::size_t j = 0; j <= t; ++j) {
+                double dot = 0, kk = 0;
+                for (std::size_t e = 0; e < dk; ++e) {
+                  const double k = proj(b, j, k_row + i * dk + e);
+                  dot += proj(b, t, i * dk + e) * k;
+                  kk += k * k;
+                }
+                s[j] = dot / std::sqrt(kk) / std::sqrt(static_cast<double>(dk));
+                if (mask_self && j == t && t > 0) s[j] = -1e300;
+                mx = std::max(mx, s[j]);
+              }
+              double z = 0;
+              for (double& v : s) z += (v = v <= -1e299 ? 0.0 : std::exp(v - mx));
+              for (std::size_t j = 0; j < T; ++j)
+                CHECK_THAT(P(b, i, t, j), WithinAbs(j <= t ? s[j] / z : 0.0, 2e-6));
+            }
+      }
+    }
+    mha.set_mask_self(false);
+    mha.forward(x);
+    if (shared) CHECK(mha.logit_asymmetry() > 1e-3);  // |q_i| cos θ_ij ≠ |q_j| cos θ_ji
+    KVCache cache;  // decoding does not implement the normalisation: it says so
+    CHECK_THROWS_AS(attention_step(mha, x, cache), std::invalid_argument);
+    mha.set_normalize_keys(false);
+    mha.forward(x);
+    if (shared) CHECK_THAT(mha.logit_asymmetry(), WithinAbs(0.0, 1e-6));
+  }
 }
 
 TEST_CASE("MultiheadAttention self mask follows the position offsets", "[nn][attention]") {
@@ -252,6 +320,32 @@ TEST_CASE("MultiheadAttention mask options have correct gradients", "[nn][attent
   c.rope = true;
   c.q_offset = 1;
   gradcheck(c);
+
+  OptionCase n;
+  n.name = "normalised keys shared_qk self mask causal (Reformer)";
+  n.shared_qk = true;
+  n.mask_self = true;
+  n.normalize_keys = true;
+  n.causal = true;
+  gradcheck(n);
+  n.name = "normalised keys shared_qk padding";
+  n.mask_self = false;
+  n.causal = false;
+  n.padding = true;
+  gradcheck(n);
+  n.name = "normalised keys separate rope offsets";
+  n.shared_qk = false;
+  n.padding = false;
+  n.rope = true;
+  n.q_offset = 2;
+  gradcheck(n);
+  n.name = "normalised keys shared_qk causal fused kernel";
+  n.shared_qk = true;
+  n.rope = false;
+  n.q_offset = 0;
+  n.causal = true;
+  n.kernel = AttentionKernel::fused;
+  gradcheck(n);
 
   OptionCase p;
   p.name = "causal prefix";

@@ -53,7 +53,10 @@ std::string join_names(const std::vector<std::string>& v) {
 std::string check_tables(const nlohmann::json& tables, const Cell& cell, const ExperimentSpec& spec) {
   if (!tables.is_object()) return "\"tables\" is not an object";
   for (const auto& decl : spec.tables) {
-    if (!tables.contains(decl.name)) return "table '" + decl.name + "' is missing";
+    if (!tables.contains(decl.name)) {
+      if (decl.optional) continue;  // stored before the table was declared
+      return "table '" + decl.name + "' is missing";
+    }
     Table t;
     try {
       t = Table::from_json(tables.at(decl.name));

@@ -448,6 +448,9 @@ void check_spec(const ExperimentSpec& spec) {
     throw std::logic_error("ExperimentSpec " + spec.name +
                            ": the main table cannot have a merge_keep filter (it is merged whole)");
   }
+  if (spec.tables.front().optional) {
+    throw std::logic_error("ExperimentSpec " + spec.name + ": the main table cannot be optional (every cell has it)");
+  }
   (void)CellOutput(spec.tables);  // throws std::logic_error for bad names or column lists
 }
 

@@ -62,6 +62,7 @@ int merge(const Invocation& inv, const ExperimentSpec& spec, const std::string& 
     merged.columns = decl.columns;
     std::size_t in_cells = 0;
     for (std::size_t i = 0; i < stored.size(); ++i) {
+      if (decl.optional && !stored[i].at("tables").contains(decl.name)) continue;  // an older cell
       const Table t = Table::from_json(stored[i].at("tables").at(decl.name));
       in_cells += t.rows.size();
       for (const auto& row : t.rows)

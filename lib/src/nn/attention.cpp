@@ -56,6 +56,42 @@ void merge_heads(const float* src, std::size_t B, std::size_t T, std::size_t h, 
       }
 }
 
+/// Unit-length rows, as torch.nn.functional.normalize(x, p=2, dim=-1, eps): x[r] /= norm[r] with
+/// norm[r] = max(‖x[r]‖₂, eps), for `rows` contiguous rows of `d` floats; norm [rows] is kept for
+/// the backward.
+constexpr float kKeyNormEps = 1e-12f;
+
+void normalize_rows(float* x, std::size_t rows, std::size_t d, float* norm) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* v = x + r * d;
+    double ss = 0.0;
+    for (std::size_t e = 0; e < d; ++e) ss += static_cast<double>(v[e]) * v[e];
+    const float n = std::max(static_cast<float>(std::sqrt(ss)), kKeyNormEps);
+    norm[r] = n;
+    const float inv = 1.0f / n;
+    for (std::size_t e = 0; e < d; ++e) v[e] *= inv;
+  }
+}
+
+/// Backward of normalize_rows, in place: g[r] = dL/dx̂[r] on entry (x̂ = the normalised rows),
+/// dL/dx[r] on exit. x̂ = x/‖x‖  ->  dL/dx = (g − x̂ (x̂·g)) / ‖x‖; a row whose norm was floored
+/// at eps (x̂ = x/eps, linear in x) gets g / eps.
+void normalize_rows_backward(float* g, const float* xhat, std::size_t rows, std::size_t d, const float* norm) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* gr = g + r * d;
+    const float* xr = xhat + r * d;
+    const float inv = 1.0f / norm[r];
+    if (norm[r] <= kKeyNormEps) {
+      for (std::size_t e = 0; e < d; ++e) gr[e] *= inv;
+      continue;
+    }
+    double dot = 0.0;
+    for (std::size_t e = 0; e < d; ++e) dot += static_cast<double>(xr[e]) * gr[e];
+    const float s = static_cast<float>(dot);
+    for (std::size_t e = 0; e < d; ++e) gr[e] = (gr[e] - xr[e] * s) * inv;
+  }
+}
+
 float max_of(const float* x, std::size_t n) {
   float m = kNegInf;
   std::size_t j = 0;
@@ -331,6 +367,7 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
   q_off_fwd_ = q_offset_;
   k_off_fwd_ = k_offset_;
   mask_self_fwd_ = mask_self_ && self;
+  normalize_keys_fwd_ = normalize_keys_;
   causal_prefix_fwd_ = causal_prefix_;
   head_mask_fwd_ = head_mask_;
   B_ = B;
@@ -372,19 +409,29 @@ Tensor3 MultiheadAttention::run_forward(const Tensor3& query, const Tensor3* key
     detail::affine_rows(xkv_.data(), Nk, D, W + r0 * D, has_bias_ ? bias + r0 : nullptr, 2 * D,
                         proj_kv_.data());
   }
+  // RoFormer eq. 34 on every head (q at q_offset + t, k at k_offset + t) and Reformer's unit-length
+  // keys, on contiguous [B, h, T, d_k] copies of the heads (V, and Q without RoPE, read in place).
   if (rope_) {
-    // RoFormer eq. 34 on every head: q at q_offset + t, k at k_offset + t, on contiguous
-    // [B, h, T, d_k] copies of the heads (V is read in place).
-    const HeadMatrix q = projected('q'), k = projected('k');
+    const HeadMatrix q = projected('q');
     q_.resize({B, h, Tq, dk});
-    k_.resize({B, h, Tk, dk});
     split_heads(q.base, q.ld, 0, B, Tq, h, dk, q_.data());
-    split_heads(k.base, k.ld, 0, B, Tk, h, dk, k_.data());
     rope_->rotate(q_.data(), Bh, Tq, q_offset_, false);
-    rope_->rotate(k_.data(), Bh, Tk, k_offset_, false);
   } else {
     release(q_);
+  }
+  if (rope_ || normalize_keys_) {
+    const HeadMatrix k = projected('k');
+    k_.resize({B, h, Tk, dk});
+    split_heads(k.base, k.ld, 0, B, Tk, h, dk, k_.data());
+    if (rope_) rope_->rotate(k_.data(), Bh, Tk, k_offset_, false);
+  } else {
     release(k_);
+  }
+  if (normalize_keys_) {  // k̂ = k/‖k‖ per head and position (after RoPE, which keeps ‖k‖)
+    k_norm_.resize({Bh, Tk});
+    normalize_rows(k_.data(), Bh * Tk, dk, k_norm_.data());
+  } else {
+    release(k_norm_);
   }
 
   ctx_merged_.resize({B, Tq, D});
@@ -424,7 +471,7 @@ MultiheadAttention::HeadMatrix MultiheadAttention::projected(char which) const {
 MultiheadAttention::HeadMatrix MultiheadAttention::head_input(char which) const {
   const std::size_t dk = head_dim_, h = n_heads_;
   if (rope_fwd_ && which == 'q') return {q_.data(), dk, h * Tq_ * dk, Tq_ * dk};
-  if (rope_fwd_ && which == 'k') return {k_.data(), dk, h * Tk_ * dk, Tk_ * dk};
+  if ((rope_fwd_ || normalize_keys_fwd_) && which == 'k') return {k_.data(), dk, h * Tk_ * dk, Tk_ * dk};
   return projected(which);
 }
 
@@ -631,10 +678,9 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
     dproj_q_.resize({Nq, D});
     dproj_kv_.resize({Nk, 2 * D});
   }
-  if (rope_fwd_) {
-    dq_.resize({B, h, Tq, dk});
-    dk_.resize({B, h, Tk, dk});
-  }
+  const bool k_copied = rope_fwd_ || normalize_keys_fwd_;  // K read from the copy k_ (head_input)
+  if (rope_fwd_) dq_.resize({B, h, Tq, dk});
+  if (k_copied) dk_.resize({B, h, Tk, dk});
   // The same offsets as projected(which), in the gradient buffers.
   const auto in_dproj = [&](char which) -> GradMatrix {
     const HeadMatrix m = projected(which);
@@ -646,9 +692,9 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
   const HeadMatrix Q = head_input('q'), K = head_input('k'), V = head_input('v');
   const GradMatrix dV = in_dproj('v');
   const GradMatrix dQ = rope_fwd_ ? GradMatrix{dq_.data(), dk, h * Tq * dk, Tq * dk} : in_dproj('q');
-  const GradMatrix dK = rope_fwd_ ? GradMatrix{dk_.data(), dk, h * Tk * dk, Tk * dk} : in_dproj('k');
-  // Self-attention with W_Q = W_K and no RoPE: dK lands on dQ's columns, dQK = dQ + dK.
-  const float beta_k = self_ && shared_qk_ && !rope_fwd_ ? 1.0f : 0.0f;
+  const GradMatrix dK = k_copied ? GradMatrix{dk_.data(), dk, h * Tk * dk, Tk * dk} : in_dproj('k');
+  // Self-attention with W_Q = W_K, K read in place: dK lands on dQ's columns, dQK = dQ + dK.
+  const float beta_k = self_ && shared_qk_ && !k_copied ? 1.0f : 0.0f;
 
   if (fused_) {
     // FlashAttention's backward per head (fused_attention.hpp): the same gradients, P recomputed
@@ -658,11 +704,17 @@ Tensor3 MultiheadAttention::backward(const Tensor3& dy) {
   } else {
     backward_heads_materialised(dctx_merged, Q, K, V, dQ, dK, beta_k, dV);
   }
-  if (rope_fwd_) {  // q̃ = R q  ->  dq = Rᵀ dq̃ (same for k); then into dproj's columns
+  // k̂ = k̃/‖k̃‖  ->  dk̃ = (dk̂ − k̂ (k̂·dk̂))/‖k̃‖; then q̃ = R q  ->  dq = Rᵀ dq̃ (same for k);
+  // then into dproj's columns (dQ is there already without RoPE).
+  if (normalize_keys_fwd_) normalize_rows_backward(dk_.data(), k_.data(), Bh * Tk, dk, k_norm_.data());
+  if (rope_fwd_) {
     rope_fwd_->rotate(dq_.data(), Bh, Tq, q_off_fwd_, true);
     rope_fwd_->rotate(dk_.data(), Bh, Tk, k_off_fwd_, true);
-    const GradMatrix pq = in_dproj('q'), pk = in_dproj('k');
+    const GradMatrix pq = in_dproj('q');
     merge_heads(dq_.data(), B, Tq, h, dk, pq.base, pq.ld, 0, false);
+  }
+  if (k_copied) {
+    const GradMatrix pk = in_dproj('k');
     merge_heads(dk_.data(), B, Tk, h, dk, pk.base, pk.ld, 0, self_ && shared_qk_);  // shared: dQ + dK
   }
 
@@ -732,7 +784,7 @@ std::size_t MultiheadAttention::activation_bytes() const {
   if (!has_forward_) return 0;
   // Buffers the last forward did not use were released (run_forward), so every one counts.
   std::size_t n = bytes_of(xq_) + bytes_of(xkv_) + bytes_of(proj_q_) + bytes_of(proj_kv_) + bytes_of(q_) +
-                  bytes_of(k_) + bytes_of(key_pad_) + bytes_of(ctx_merged_);
+                  bytes_of(k_) + bytes_of(k_norm_) + bytes_of(key_pad_) + bytes_of(ctx_merged_);
   return n + (fused_ ? bytes_of(lse_) : bytes_of(probs_));
 }
 

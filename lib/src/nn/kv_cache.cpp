@@ -79,6 +79,9 @@ Tensor3 attention_step(const MultiheadAttention& attn, const Tensor3& x, KVCache
   if (n > 0 && cache.batch() != B)
     throw ShapeError("attention_step: x has batch " + std::to_string(B) + ", the cache holds " +
                      std::to_string(cache.batch()) + " sequences");
+  if (attn.normalize_keys())
+    throw std::invalid_argument("attention_step: the attention normalises its keys (set_normalize_keys), "
+                                "which KV-cache decoding does not implement; use MultiheadAttention::forward");
   const RotaryEmbedding* rope = attn.rope();
   if (rope && rope->config().head_dim != dk)
     throw std::invalid_argument("attention_step: rope head_dim = " + std::to_string(rope->config().head_dim) +

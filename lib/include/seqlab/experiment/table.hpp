@@ -95,6 +95,12 @@ struct TableSpec {
   /// both counts ("rows", "rows_in_cells"). Empty (the default): every row is merged. Not for the
   /// main table (run_experiment: a programming error, exit 1).
   MergeKeep merge_keep;
+  /// A table declared after cells were stored (e.g. a new measurement of some arms): a stored
+  /// cell without it is still valid (not corrupt) and contributes no rows to the merge; a cell
+  /// that has it is checked as any other. Cells written now always have it (CellOutput). false
+  /// (the default): a stored cell without the table is corrupt. Not for the main table
+  /// (run_experiment: a programming error, exit 1).
+  bool optional = false;
 };
 
 /// Quotes a CSV field if needed ("a,b" -> "\"a,b\"", embedded quotes doubled).

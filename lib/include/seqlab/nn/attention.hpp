@@ -190,8 +190,8 @@ class MultiheadAttention : public Module {
   /// to Q, K if set; the relative bias, if set, included; ALiBi bias A over the full matrix: −m·(pos_q − pos_k) causal, which is
   /// antisymmetric, and −m·|pos_q − pos_k| otherwise; masks NOT applied):
   ///   mean over b < B and heads i of ‖S − Sᵀ‖_F / ‖S‖_F   (a head with ‖S‖_F = 0 counts as 0).
-  /// 0 for a symmetric S: shared_qk without (causal) ALiBi — RoPE keeps it symmetric, since q̃_t = k̃_t
-  /// at every position t. Dimensionless, in [0, 2]. Recomputes S from the cached Q and K
+  /// 0 for a symmetric S: shared_qk without (causal) ALiBi and without normalised keys — RoPE keeps it
+  /// symmetric, since q̃_t = k̃_t at every position t; normalised keys (set_normalize_keys) use k̂. Dimensionless, in [0, 2]. Recomputes S from the cached Q and K
   /// (O(B·h·T²·d_k), no memory kept between calls). Throws std::logic_error if no forward ran or
   /// the last forward was a cross-attention.
   double logit_asymmetry() const;
@@ -230,6 +230,19 @@ class MultiheadAttention : public Module {
   /// kernel() says (the fused kernel has none of the three).
   void set_mask_self(bool on) { mask_self_ = on; }
   bool mask_self() const { return mask_self_; }
+  /// Reformer's unit-length keys (Kitaev et al. 2020, §2 "Shared-QK Transformer": "we normalize
+  /// the length of the keys", k_j = q_j/‖q_j‖ with W_Q = W_K): every head's key at every position
+  /// is divided by its length before the scores, as torch.nn.functional.normalize(k, p=2, dim=-1,
+  /// eps=1e-12) (k / max(‖k‖₂, eps); a zero key stays zero), after RoPE if set (a rotation keeps
+  /// the length). The scores are then q_i·k̂_j/√d_k: the query's length sets the row's sharpness,
+  /// and with shared_qk the logits are no longer symmetric (S_ij = |q_i| cos θ_ij/√d_k), though
+  /// which keys rank first still is. Works with or without shared_qk, for self- and
+  /// cross-attention, with both kernels (the kernels read the normalised copy); backward
+  /// differentiates through the normalisation, dk = (dk̂ − k̂ (k̂·dk̂))/‖k‖ (dk̂/eps for a floored
+  /// key). Off by default; applies to later forwards. KV-cache decoding (kv_cache.hpp
+  /// attention_step) does not implement it and throws.
+  void set_normalize_keys(bool on) { normalize_keys_ = on; }
+  bool normalize_keys() const { return normalize_keys_; }
   /// Prefix-LM mask (Raffel et al. 2020, "T5", §3.2.1 and Fig. 3 right, "causal with prefix"):
   /// under the causal mask, keys at positions pos_k(j) < prefix are visible to every query
   /// (the prefix is read bidirectionally), the others as the causal mask says. 0 (default) = the
@@ -261,9 +274,9 @@ class MultiheadAttention : public Module {
   bool last_forward_fused() const;
   /// Bytes of the buffers the last forward keeps for backward (and attention_probs /
   /// logit_asymmetry): the input copies (xq [B, Tq, D], cross: xkv [B, Tk, D]), the projection
-  /// ([B·T, 3D] self, [B·Tq, D] + [B·Tk, 2D] cross; shared_qk 2D), RoPE's rotated Q and K, the
-  /// concatenated heads [B, Tq, D], the key padding copy [B, Tk] (1 byte each), and the softmax's
-  /// state: P [B, h, Tq, Tk] (materialised) or L [B, h, Tq] (fused). Probabilities recomputed by
+  /// ([B·T, 3D] self, [B·Tq, D] + [B·Tk, 2D] cross; shared_qk 2D), RoPE's rotated Q and K (K also
+  /// when the keys are normalised, with their lengths [B·h, Tk]), the concatenated heads
+  /// [B, Tq, D], the key padding copy [B, Tk] (1 byte each), and the softmax's state: P [B, h, Tq, Tk] (materialised) or L [B, h, Tq] (fused). Probabilities recomputed by
   /// attention_probs() after a fused forward are not counted (not needed by backward), nor are
   /// out_proj's own caches (it borrows the concatenated heads) or the backward's scratch
   /// (materialised: one [Tq, Tk] per head thread; fused: a few tiles per thread). 0 before any
@@ -344,6 +357,7 @@ class MultiheadAttention : public Module {
   RelativePositionBias* rel_bias_ = nullptr;
   std::size_t q_offset_ = 0, k_offset_ = 0;
   bool mask_self_ = false;
+  bool normalize_keys_ = false;
   std::size_t causal_prefix_ = 0;
   std::vector<float> head_mask_;  // [h] or empty
 
@@ -361,6 +375,7 @@ class MultiheadAttention : public Module {
   RelativePositionBias* rel_bias_fwd_ = nullptr;
   std::size_t q_off_fwd_ = 0, k_off_fwd_ = 0;
   bool mask_self_fwd_ = false;
+  bool normalize_keys_fwd_ = false;
   std::size_t causal_prefix_fwd_ = 0;
   std::vector<float> head_mask_fwd_;  // [h] or empty
   std::size_t B_ = 0, Tq_ = 0, Tk_ = 0;
@@ -368,7 +383,9 @@ class MultiheadAttention : public Module {
   Tensor2 xkv_;      // [B·Tk, D] copy of key_value (cross only)
   Tensor2 proj_q_;   // self: [B·T, 3D] (shared_qk: 2D) q|k|v rows; cross: [B·Tq, D] q rows
   Tensor2 proj_kv_;  // cross: [B·Tk, 2D] k|v rows
-  Tensor4 q_, k_;      // RoPE only: [B, h, Tq, d_k], [B, h, Tk, d_k] heads after the rotation
+  Tensor4 q_;         // RoPE only: [B, h, Tq, d_k] heads after the rotation
+  Tensor4 k_;         // RoPE or normalised keys: [B, h, Tk, d_k] heads after the rotation, unit length
+  Tensor2 k_norm_;    // normalised keys only: [B·h, Tk] max(‖k‖, eps) of each key before normalising
   PaddingMask key_pad_;  // [B, Tk] copy of the key padding mask (when has_pad_)
   // [B, h, Tq, Tk] attention probabilities: kept by a materialised forward; after a fused forward
   // filled by the first attention_probs() call (probs_ready_ says whether it holds the last
@@ -381,7 +398,7 @@ class MultiheadAttention : public Module {
   // Backward state.
   bool has_kv_grad_ = false;
   Tensor2 dprobs_;            // [threads·Tq, Tk]: per head thread, the [Tq, Tk] dL/dP, then dL/dS
-  Tensor4 dq_, dk_;           // RoPE only: gradients of the rotated heads, [B, h, T, d_k]
+  Tensor4 dq_, dk_;           // gradients of q_ (RoPE) and k_ (RoPE or normalised keys), [B, h, T, d_k]
   Tensor2 dproj_q_, dproj_kv_;  // same layouts as proj_q_, proj_kv_
   Tensor3 dkv_;               // [B, Tk, D] dL/dkey_value (cross)
   std::vector<float> rel_slots_;  // relative bias only: [B·h, num_buckets] dL/dweight per head

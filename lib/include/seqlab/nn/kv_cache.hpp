@@ -85,7 +85,8 @@ class KVCache {
 /// (file comment); appends their keys and values to `cache` (grown as needed). Reads the
 /// attention's parameters and its RoPE / ALiBi hooks; changes nothing in `attn` (it keeps the
 /// caches of its last forward). Throws ShapeError if x is not [B, t, D] with t >= 1, or if B differs
-/// from a non-empty cache's batch; std::invalid_argument if a RoPE hook's head_dim is not d_k.
+/// from a non-empty cache's batch; std::invalid_argument if a RoPE hook's head_dim is not d_k or the
+/// attention normalises its keys (set_normalize_keys, not implemented here).
 Tensor3 attention_step(const MultiheadAttention& attn, const Tensor3& x, KVCache& cache);
 
 /// One Transformer layer with the causal mask on the new positions x [B, t, D] (the decoder-only
