@@ -86,27 +86,29 @@ const char* stop_name(int code, bool diverged) {
   return code == kSolved ? "solved" : code == kNoImprovement ? "no_improvement" : "max_steps";
 }
 
-/// The grid-only key <task>_lengths: the values of `length` run for `task`.
-OptionSpec lengths_option(const std::string& task) {
-  return int_list_option(task + "_lengths", "all", "steps",
-                         task + ": the values of length run for this task (all = every one; a value "
-                         "that is not in length selects nothing)")
-      .empty_as("all")
+/// A grid-only key <task><suffix>: a list of values of `length`, `word` (its default) = the empty
+/// list.
+OptionSpec task_lengths_option(const std::string& task, const std::string& suffix, const std::string& word,
+                               const std::string& help) {
+  return int_list_option(task + suffix, word, "steps", task + ": " + help)
+      .empty_as(word)
       .at_least(2)
       .at_most(1e5)
       .selects_cells();
 }
 
-/// The grid-only key <task>_long_lengths: the values of `length` (of <task>_lengths) at which the
-/// "_long" arms run for `task`.
+/// <task>_lengths: the values of `length` run for `task`.
+OptionSpec lengths_option(const std::string& task) {
+  return task_lengths_option(task, "_lengths", "all",
+                             "the values of length run for this task (all = every one; a value that is "
+                             "not in length selects nothing)");
+}
+
+/// <task>_long_lengths: the values of `length` (of <task>_lengths) at which the "_long" arms run.
 OptionSpec long_lengths_option(const std::string& task) {
-  return int_list_option(task + "_long_lengths", "none", "steps",
-                         task + ": the values of length at which the _long arms run (none = no _long "
-                         "cells for this task)")
-      .empty_as("none")
-      .at_least(2)
-      .at_most(1e5)
-      .selects_cells();
+  return task_lengths_option(task, "_long_lengths", "none",
+                             "the values of length at which the _long arms run (none = no _long cells for "
+                             "this task)");
 }
 
 bool contains(const std::vector<std::int64_t>& v, std::int64_t x) {
