@@ -36,10 +36,14 @@ NAME = "long_range_recall"
 TASKS = ["copy_memory", "adding", "mqar", "distance_probe"]
 TASK_TITLES = {"copy_memory": "copy memory (Bai et al.)", "adding": "adding problem (Bai et al.)",
                "mqar": "multi-query associative recall", "distance_probe": "distance probe"}
-MODELS = ["rnn", "lstm", "lstm_fb1", "gru", "tcn", "transformer_decoder"]
+RECURRENT = ["rnn", "lstm", "lstm_fb1", "gru"]
+# The "_long" arms: the recurrent model trained without early stopping for long_steps updates at
+# one fixed rate (configs/standard.ini); where a task has them, its verdict is decided on them.
+LONG = {m: m + "_long" for m in RECURRENT}
+MODELS = ["rnn", "lstm", "lstm_fb1", "gru", "tcn", "transformer_decoder"] + [LONG[m] for m in RECURRENT]
 LABELS = {"rnn": "RNN", "lstm": "LSTM", "lstm_fb1": "LSTM fb1", "gru": "GRU", "tcn": "TCN",
           "transformer_decoder": "Transformer"}
-RECURRENT = ["rnn", "lstm", "lstm_fb1", "gru"]
+LABELS.update({LONG[m]: LABELS[m] + " (no early stop)" for m in RECURRENT})
 
 MAIN_COLS = ["task", "model", "length", "seq_len", "seed", "n_params", "test_loss", "baseline_loss",
              "test_accuracy", "baseline_accuracy", "diverged", "final_train_loss", "train_time_s"]
@@ -571,21 +575,25 @@ class TaskLevels:
             self.skill[(r["model"], r["length"])][int(r["seed"])] = v
         self.lengths = data.lengths(task)
 
-    def points(self, model):
-        """{seed: [(log2 length, skill)]} for the trend."""
+    def arm_lengths(self, model):
+        """The lengths at which `model` has cells."""
+        return [L for L in self.lengths if (model, L) in self.skill]
+
+    def points(self, model, lengths=None):
+        """{seed: [(log2 length, skill)]} for the trend (at `lengths`, default every length)."""
         out = defaultdict(list)
-        for L in self.lengths:
+        for L in (self.lengths if lengths is None else lengths):
             for s, v in self.skill.get((model, L), {}).items():
                 out[s].append((math.log2(L), v))
         return dict(out)
 
-    def means(self, model):
-        return [st.mean_ci95(list(self.skill[(model, L)].values()))[0] for L in self.lengths
-                if (model, L) in self.skill]
+    def means(self, model, lengths=None):
+        return [st.mean_ci95(list(self.skill[(model, L)].values()))[0]
+                for L in (self.lengths if lengths is None else lengths) if (model, L) in self.skill]
 
     def state(self, model):
-        """Convergence at the longest length: curve_state over the model's cells there."""
-        L = self.lengths[-1]
+        """Convergence at the model's longest length: curve_state over its cells there."""
+        L = self.arm_lengths(model)[-1]
         return curve_state(self.data.steps, [r for r in self.rows if r["model"] == model and r["length"] == L])
 
     def params_matched(self, a, b):
@@ -642,22 +650,24 @@ def params_matched(rows, a, b):
 
 def trend_part(lv, model):
     """Verdict on 'model falls with length faster than the Transformer': the paired difference of
-    per-seed slopes of skill against log2 length, Transformer − model, beyond +SLOPE_MARGIN."""
-    eff = ss.trend_difference(lv.points("transformer_decoder"), lv.points(model),
+    per-seed slopes of skill against log2 length, Transformer − model, beyond +SLOPE_MARGIN, over
+    the lengths at which `model` has cells (a _long arm: its own lengths)."""
+    Ls = lv.arm_lengths(model)
+    eff = ss.trend_difference(lv.points("transformer_decoder", Ls), lv.points(model, Ls),
                               what=f"slope(Transformer) − slope({LABELS[model]}), skill per doubling")
-    m_means, t_means = lv.means(model), lv.means("transformer_decoder")
+    m_means, t_means = lv.means(model, Ls), lv.means("transformer_decoder", Ls)
     ceiling = sv.at_ceiling(m_means, 1.0, LEVEL_MARGIN)
     floor = bool(sv.at_floor(m_means, 0.0, LEVEL_MARGIN) or sv.at_floor(t_means, 0.0, LEVEL_MARGIN))
     levels = (f"{LABELS[model]} skill " + ", ".join(f"{v:.2f}" for v in m_means) + "; Transformer " +
-              ", ".join(f"{v:.2f}" for v in t_means) + f" at lengths {', '.join(str(int(L)) for L in lv.lengths)}")
+              ", ".join(f"{v:.2f}" for v in t_means) + f" at lengths {', '.join(str(int(L)) for L in Ls)}")
     v = sv.decide(eff, SLOPE_MARGIN, sv.GREATER, unit="skill per doubling", ceiling=ceiling, floor=floor,
                   moving_up=lv.state("transformer_decoder"), moving_down=lv.state(model),
                   controls=lv.params_matched("transformer_decoder", model), levels=levels,
                   level_margin=LEVEL_MARGIN,
-                  test=f"paired per-seed OLS slopes of skill against log2 length ({len(lv.lengths)} lengths), "
+                  test=f"paired per-seed OLS slopes of skill against log2 length ({len(Ls)} lengths), "
                        "t over seeds")
-    if len(lv.lengths) < 2:
-        v.kind, v.reason = sv.INCONCLUSIVE, f"one length ({int(lv.lengths[0])}): no trend over lengths"
+    if len(Ls) < 2:
+        v.kind, v.reason = sv.INCONCLUSIVE, f"one length ({int(Ls[0])}): no trend over lengths"
     return v
 
 
@@ -705,7 +715,11 @@ def task_verdict(data, task):
                    + "; ".join(plateaus) if plateaus else "")
                 + (f". Against {span}, d = {ds_all[0]:g} -> {ds_all[-1]:g}: " + ", ".join(curve) if ds_all else "")
                 + training_text(data, lv.rows, Lmax))
-    parts = [(LABELS[m], trend_part(lv, m)) for m in RECURRENT if m in data.models]
+    # Each recurrent cell's part on its _long arm where the task has one (no early stopping: a run
+    # on its plateau is not cut off by the patience), else on the early-stopped cells.
+    arms = [LONG[m] if LONG[m] in data.models and lv.arm_lengths(LONG[m]) else m
+            for m in RECURRENT if m in data.models]
+    parts = [(LABELS[a], trend_part(lv, a)) for a in arms]
     v = sv.combine(parts, condition="the recurrent cell")
     rule = (f"skill = (accuracy − b)/(1 − b), b the best predictor that ignores the dependency ({lv.floor_name}"
             + ("; MQAR: E[max count]/P of the context's values, pooled over mqar_pairs" if task == "mqar" else "")

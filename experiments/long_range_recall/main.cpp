@@ -10,7 +10,10 @@
 // `width` (the MQAR width study, Arora et al. 2023 Fig. 2), its learning rate chosen from lr_grid
 // by a pilot on replicate 0's validation split (shared by the replicates, tuning.hpp), trained on
 // fresh batches of the task until `steps` updates, early stopping or a solved validation loss,
-// then evaluated on a fixed test set. Tasks (lib tasks/):
+// then evaluated on a fixed test set. A "_long" arm (e.g. lstm_long, at the lengths of
+// <task>_long_lengths) trains the same model without early stopping for long_steps updates at the
+// fixed rate long_lr, no pilot: whether a run on its initial plateau leaves it given the updates.
+// Tasks (lib tasks/):
 //   copy_memory     CopyMemoryTask(T = length): Bai et al.'s copy memory, CE over all T+20 positions
 //   adding          AddingProblem(seq_len = length): Bai et al.'s adding problem, MSE at the last step
 //   mqar            MultiQueryAssociativeRecall(seq_len = length, P, Q = P) for every P of
@@ -83,28 +86,58 @@ const char* stop_name(int code, bool diverged) {
   return code == kSolved ? "solved" : code == kNoImprovement ? "no_improvement" : "max_steps";
 }
 
-/// Whether the grid point is a cell (ExperimentSpec::keep): its length must be one of its task's
-/// <task>_lengths (every length when that key is "all"); then every point of the width-0 (matched
-/// budget) design; width > 0 (the Zoology width study) only for mqar at width_length and the
-/// models of width_models.
-/// The grid-only key <task>_lengths: the values of `length` run for `task`.
-OptionSpec lengths_option(const std::string& task) {
-  return int_list_option(task + "_lengths", "all", "steps",
-                         task + ": the values of length run for this task (all = every one; a value "
-                         "that is not in length selects nothing)")
-      .empty_as("all")
+/// A grid-only key <task><suffix>: a list of values of `length`, `word` (its default) = the empty
+/// list.
+OptionSpec task_lengths_option(const std::string& task, const std::string& suffix, const std::string& word,
+                               const std::string& help) {
+  return int_list_option(task + suffix, word, "steps", task + ": " + help)
+      .empty_as(word)
       .at_least(2)
       .at_most(1e5)
       .selects_cells();
 }
 
+/// <task>_lengths: the values of `length` run for `task`.
+OptionSpec lengths_option(const std::string& task) {
+  return task_lengths_option(task, "_lengths", "all",
+                             "the values of length run for this task (all = every one; a value that is "
+                             "not in length selects nothing)");
+}
+
+/// <task>_long_lengths: the values of `length` (of <task>_lengths) at which the "_long" arms run.
+OptionSpec long_lengths_option(const std::string& task) {
+  return task_lengths_option(task, "_long_lengths", "none",
+                             "the values of length at which the _long arms run (none = no _long cells for "
+                             "this task)");
+}
+
+bool contains(const std::vector<std::int64_t>& v, std::int64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+/// Whether the grid point is a cell (ExperimentSpec::keep): its length must be one of its task's
+/// <task>_lengths (every length when that key is "all"); a "_long" arm only at width 0 and the
+/// lengths of <task>_long_lengths; then every point of the width-0 (matched budget) design;
+/// width > 0 (the Zoology width study) only for mqar at width_length and the models of
+/// width_models.
 bool keep(const Cell& cell) {
-  const auto own = cell.get_int_list(cell.get_string("task") + "_lengths");
-  if (!own.empty() && std::find(own.begin(), own.end(), cell.get_int("length")) == own.end()) return false;
+  const std::string task = cell.get_string("task");
+  const auto own = cell.get_int_list(task + "_lengths");
+  const std::int64_t length = cell.get_int("length");
+  if (!own.empty() && !contains(own, length)) return false;
+  if (is_long_arm(cell.get_string("model")))
+    return cell.get_int("width") == 0 && contains(cell.get_int_list(task + "_long_lengths"), length);
   if (cell.get_int("width") == 0) return true;
   const auto models = cell.get_string_list("width_models");
   return cell.get_string("task") == "mqar" && cell.get_int("length") == cell.get_int("width_length") &&
          std::find(models.begin(), models.end(), cell.get_string("model")) != models.end();
+}
+
+/// The keys a cell never reads (ExperimentSpec::unread_keys): long_steps and long_lr outside the
+/// "_long" arms, so those arms' keys leave the fingerprints of every other cell as they were.
+std::vector<std::string> unread_keys(const Cell& cell) {
+  if (is_long_arm(cell.get_string("model"))) return {};
+  return {"long_steps", "long_lr"};
 }
 
 /// The schedule of the cell's keys at peak learning rate `lr` over `steps` updates.
@@ -191,7 +224,11 @@ void run_cell(const Cell& cell, CellOutput& out) {
   const ModelConfig mc = model_config(cell, spec);
   const std::string model_name = cell.get_string("model");
   const std::size_t batch = cell.get_size("batch"), S = spec.seq_len;
-  const int steps = cell.get_int32("steps"), patience = cell.get_int32("patience");
+  // A "_long" arm: long_steps updates at the fixed rate long_lr, no early stopping (a solved run
+  // still stops); every other arm: `steps`, the pilot's rate, early stopping after `patience`.
+  const bool long_arm = is_long_arm(model_name);
+  const int steps = cell.get_int32(long_arm ? "long_steps" : "steps");
+  const int patience = long_arm ? 0 : cell.get_int32("patience");
   const double solved_loss = cell.get_real("solved_loss");
   const bool values = spec.target == "values";
   const bool validating = patience > 0 || solved_loss > 0;
@@ -205,9 +242,9 @@ void run_cell(const Cell& cell, CellOutput& out) {
       .add("seed", cell.replicate);
 
   // The learning rate: the pilot's choice over lr_grid (once per arm, on replicate 0's streams,
-  // shared by the replicates through <out>/pilots), or the lr key.
-  double lr = cell.get_real("lr");
-  const bool pilot = cell.get_int("pilot_steps") > 0;
+  // shared by the replicates through <out>/pilots), or the lr key; long_lr for a "_long" arm.
+  double lr = cell.get_real(long_arm ? "long_lr" : "lr");
+  const bool pilot = !long_arm && cell.get_int("pilot_steps") > 0;
   if (pilot) {
     const TestSet val0 = make_split(cell, tasks, 0, kValStream, cell.get_size("val_batch"), false);
     nlohmann::json group = cell.fingerprint(kName);
@@ -338,7 +375,8 @@ int main(int argc, char** argv) {
   spec.options = {
       string_sweep("task", kTasks, "synthetic task (README: what length means for each)").one_of(kTasks),
       string_sweep("model", kDefaultModels,
-                   "sequence model (models/ factory; lstm_fb1 = lstm with forget-gate bias 1)")
+                   "sequence model (models/ factory; lstm_fb1 = lstm with forget-gate bias 1; "
+                   "<model>_long = <model> trained long_steps updates at long_lr without early stopping)")
           .one_of(model_arms()),
       int_sweep("length", {16, 32, 64}, "steps",
                 "task length: copy_memory blank length T (sequence T+20); adding, mqar, "
@@ -355,6 +393,15 @@ int main(int argc, char** argv) {
       lengths_option("adding"),
       lengths_option("mqar"),
       lengths_option("distance_probe"),
+      long_lengths_option("copy_memory"),
+      long_lengths_option("adding"),
+      long_lengths_option("mqar"),
+      long_lengths_option("distance_probe"),
+      int_option("long_steps", 10000, "updates",
+                 "_long arms: optimizer updates (no early stopping; a solved run still stops)")
+          .at_least(1)
+          .at_most(1e9),
+      real_option("long_lr", 1e-2, "1", "_long arms: the fixed peak learning rate (no pilot)").greater_than(0),
       int_option("width_length", 64, "steps", "length of the width study's mqar cells").at_least(2).at_most(1e5),
       choice_list_option("width_models", "rnn lstm gru transformer_decoder", model_arms(),
                          "models of the width study"),
@@ -497,6 +544,7 @@ int main(int argc, char** argv) {
   spec.timing_columns = {"train_time_s", "ms_per_step"};
   spec.validate = validate;
   spec.keep = keep;
+  spec.unread_keys = unread_keys;
   spec.run_cell = run_cell;
   return run_experiment(argc, argv, spec);
 }

@@ -13,9 +13,27 @@ namespace long_range_recall {
 
 using namespace seqlab;
 
+namespace {
+constexpr const char* kLongSuffix = "_long";
+constexpr std::size_t kLongSuffixSize = 5;
+}  // namespace
+
 const std::vector<std::string>& model_arms() {
-  static const std::vector<std::string> arms = {"rnn", "lstm", "lstm_fb1", "gru", "tcn", "transformer_decoder"};
+  static const std::vector<std::string> arms = [] {
+    std::vector<std::string> a = {"rnn", "lstm", "lstm_fb1", "gru", "tcn", "transformer_decoder"};
+    const std::size_t n = a.size();
+    for (std::size_t i = 0; i < n; ++i) a.push_back(a[i] + kLongSuffix);
+    return a;
+  }();
   return arms;
+}
+
+bool is_long_arm(const std::string& arm) {
+  return arm.size() > kLongSuffixSize && arm.compare(arm.size() - kLongSuffixSize, kLongSuffixSize, kLongSuffix) == 0;
+}
+
+std::string base_arm(const std::string& arm) {
+  return is_long_arm(arm) ? arm.substr(0, arm.size() - kLongSuffixSize) : arm;
 }
 
 TaskParams task_params(const Cell& cell, int pairs, int distance) {
@@ -68,7 +86,7 @@ std::size_t tcn_levels_for(std::size_t seq_len, std::size_t k) {
 
 ModelConfig model_config(const Cell& cell, const TaskSpec& task) {
   ModelConfig mc;
-  const std::string arm = cell.get_string("model");
+  const std::string arm = base_arm(cell.get_string("model"));
   mc.model = arm == "lstm_fb1" ? "lstm" : arm;
   if (arm == "lstm_fb1") mc.forget_bias = 1.0f;
   apply_task_spec(task, mc);

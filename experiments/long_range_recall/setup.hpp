@@ -28,8 +28,15 @@ inline constexpr std::uint64_t kValStream = 5;    // the validation split (pilot
 
 /// The arms of the model sweep: the models/ factory's families, plus lstm_fb1 = lstm with
 /// forget-gate bias 1 at initialisation (ModelConfig::forget_bias; Gers et al. 2000,
-/// Jozefowicz et al. 2015).
+/// Jozefowicz et al. 2015); and each of these with the suffix "_long": the same model trained
+/// without early stopping for long_steps updates at the fixed rate long_lr (main.cpp).
 const std::vector<std::string>& model_arms();
+
+/// Whether `arm` is a "_long" arm.
+bool is_long_arm(const std::string& arm);
+
+/// The arm without its "_long" suffix ("lstm_fb1_long" -> "lstm_fb1").
+std::string base_arm(const std::string& arm);
 
 /// The registry parameters of the cell's task: `length` is copy memory's blank length T and the
 /// sequence length of the others; mqar with P pairs (= queries), the probe at a fixed distance d

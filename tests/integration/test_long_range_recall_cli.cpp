@@ -605,3 +605,60 @@ TEST_CASE("long_range_recall scores a pilot trial by its best validation loss", 
   }
   CHECK(chosen == 1);
 }
+
+TEST_CASE("long_range_recall trains the _long arms without early stopping and keeps the other cells", "[integration][long_range_recall]") {
+  TempDir d;
+  const fs::path ini = tiny_ini(d.path);
+  const fs::path out = d.path / "res";
+  const std::vector<std::string> common = {"--task=adding", "--length=8,16", "--seeds=1", "--steps=4",
+                                           "--pilot_steps=2", "--lr_grid=0.001 0.01", "--patience=1",
+                                           "--min_delta=0.5", "--solved_loss=0", "--log_every=1"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto a = common;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return tiny(ini, out, a);
+  };
+  const Run first = run(with({"--model=lstm"}), d.path);
+  INFO(first.err);
+  REQUIRE(first.code == 0);
+  REQUIRE(cell_files(out) == 2);
+  // Adding the _long arm (at length 16 only) and its keys leaves the lstm cells' fingerprints as
+  // they were: they are reused, one cell is new.
+  const std::vector<std::string> long_args = {"--model=lstm,lstm_long", "--adding_long_lengths=16",
+                                              "--long_steps=9", "--long_lr=0.02"};
+  const Run second = run(with(long_args), d.path);
+  INFO(second.err);
+  REQUIRE(second.code == 0);
+  CHECK(cell_files(out) == 3);
+  const Csv c = parse_csv(slurp(out / "long_range_recall.csv"));
+  REQUIRE(c.rows.size() == 3);
+  for (std::size_t i = 0; i < c.rows.size(); ++i) {
+    INFO(c.at(i, "model") << " " << c.at(i, "length"));
+    if (c.at(i, "model") == "lstm_long") {
+      CHECK(c.at(i, "length") == "16");
+      CHECK(c.at(i, "steps") == "9");
+      CHECK(c.at(i, "steps_done") == "9");  // no early stopping (patience 1 would have stopped it)
+      CHECK(c.at(i, "stop_reason") == "max_steps");
+      CHECK(c.at(i, "lr") == "0.02");
+      CHECK(c.at(i, "lr_source") == "config");
+      CHECK(c.at(i, "forget_bias") == "0");
+    } else {
+      CHECK(c.at(i, "model") == "lstm");
+      CHECK(c.at(i, "steps") == "4");
+      CHECK(c.at(i, "lr_source") == "pilot");
+    }
+  }
+  // Same model as its base arm; no pilot rows for the _long arm.
+  CHECK(c.at(1, "n_params") == c.at(2, "n_params"));
+  const Csv pilot = parse_csv(slurp(out / "long_range_recall_lr_pilot.csv"));
+  for (std::size_t i = 0; i < pilot.rows.size(); ++i) CHECK(pilot.at(i, "model") == "lstm");
+  // A _long key changes only the _long cell's fingerprint: one cell recomputed.
+  auto other_lr = long_args;
+  other_lr.back() = "--long_lr=0.03";
+  REQUIRE(run(with(other_lr), d.path).code == 0);
+  CHECK(cell_files(out) == 4);
+  // Outside <task>_long_lengths (none by default) there are no _long cells.
+  const Run none = run(with({"--model=lstm_long", "--list-cells"}), d.path);
+  CHECK(none.code == 2);
+  CHECK_THAT(none.err, Catch::Contains("the grid has no cells"));
+}

@@ -301,6 +301,36 @@ TEST_CASE("a grid-only key selects cells without changing the fingerprints of fi
   CHECK_THROWS_AS(int_sweep("s", {1}, "1", "a sweep").selects_cells(), std::logic_error);
 }
 
+TEST_CASE("a key only some cells read is left out of the others' fingerprints", "[experiment][run]") {
+  TempDir d;
+  const auto ini = write_ini(d.path, "c.ini", "n = 1,2\nseeds = 1\n");
+  ExperimentSpec spec = toy_spec();
+  const fs::path out = d.path / "res";
+  const std::vector<std::string> base = {"--config", ini.string(), "--out", out.string(), "--quiet"};
+  g_calls = 0;
+  REQUIRE(run(spec, base).code == 0);
+  CHECK(g_calls == 2);
+  // A key added later, read by the cells with n = 2 only: the cell n = 1 keeps its fingerprint and
+  // is reused; the cell n = 2 now has the key in its fingerprint, so it runs again.
+  spec.options.push_back(real_option("y", 2, "1", "a factor of n = 2").at_least(0));
+  spec.unread_keys = [](const Cell& c) {
+    return c.get_int("n") == 2 ? std::vector<std::string>{} : std::vector<std::string>{"y"};
+  };
+  g_calls = 0;
+  REQUIRE(run(spec, base).code == 0);
+  CHECK(g_calls == 1);
+  // Changing it reruns only the cell that reads it.
+  g_calls = 0;
+  auto changed = base;
+  changed.push_back("--y=3");
+  REQUIRE(run(spec, changed).code == 0);
+  CHECK(g_calls == 1);
+  spec.unread_keys = [](const Cell&) { return std::vector<std::string>{"n"}; };
+  const auto bad = run(spec, base);
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Catch::Contains("unread_keys names 'n', not a declared non-sweep key"));
+}
+
 TEST_CASE("a table's merge filter reduces the merged CSV and the cells keep every row", "[experiment][run]") {
   TempDir d;
   const auto ini = write_ini(d.path, "c.ini", "n = 1,2\nseeds = 2\ncurve_rows = 4\n");

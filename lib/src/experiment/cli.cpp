@@ -318,6 +318,16 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
     }
     inv.cells = std::move(kept);
   }
+  if (spec.unread_keys) {  // keys a cell never reads: out of its fingerprint
+    for (auto& c : inv.cells)
+      for (const auto& key : spec.unread_keys(c)) {
+        const auto it = std::find_if(spec.options.begin(), spec.options.end(),
+                                     [&](const OptionSpec& o) { return o.key == key; });
+        if (it == spec.options.end() || it->sweep)
+          throw std::logic_error(spec.name + ": unread_keys names '" + key + "', not a declared non-sweep key");
+        c.grid_only_keys.push_back(key);
+      }
+  }
   for (const auto& k : spec.options) {  // declared cross-key bounds (OptionSpec::at_most_key)
     if (k.max_key.empty()) continue;
     for (const auto& c : inv.cells) {

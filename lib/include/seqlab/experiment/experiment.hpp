@@ -171,6 +171,13 @@ struct ExperimentSpec {
   /// seed rule depends on the replicate only), so filtering never changes a cell's result.
   /// Keeping none is bad input (exit 2). Empty (the default): every point is a cell.
   std::function<bool(const Cell&)> keep;
+  /// Optional: the keys a kept cell's computation never reads, left out of that cell's fingerprint
+  /// (Cell::fingerprint) as the grid-only keys are. So a key added later for some cells only (e.g.
+  /// the budget of one arm) keeps the fingerprints, and so the finished results, of the others,
+  /// while the cells that read it are identified by its value. A key the cell reads must not be
+  /// listed (its stored result would be reused after the key changed). Called after keep; a name
+  /// that is not a declared non-sweep key is a std::logic_error. Empty (the default): none.
+  std::function<std::vector<std::string>(const Cell&)> unread_keys;
   /// Runs one cell and adds its rows to `out`. An exception is a runtime failure of this cell
   /// (reported, nothing written for it, exit status 1 at the end; the other cells still run);
   /// std::bad_alloc is reported as "out of memory: the sizes of this cell are too large".

@@ -42,7 +42,9 @@ struct Cell {
   std::uint64_t seed = 0;      // replicate_seed(base_seed, replicate)
   Params params;               // every experiment key; sweep keys at this cell's value
   std::vector<std::string> sweep_keys;  // in grid order
-  std::vector<std::string> grid_only_keys;  // OptionSpec::grid_only keys: not in the fingerprint
+  // Keys left out of the fingerprint: the OptionSpec::grid_only keys, then the cell's
+  // ExperimentSpec::unread_keys.
+  std::vector<std::string> grid_only_keys;
   bool quiet = false;          // --quiet: run_cell should print nothing
   // Checkpoints inside the cell (--checkpoint-every), set by run_experiment for the cell it runs;
   // an experiment passes them to train_loop with cell_checkpoint (experiment.hpp).
