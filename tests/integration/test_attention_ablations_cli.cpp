@@ -310,7 +310,7 @@ TEST_CASE("attention_ablations writes every column, symmetric shared-QK logits a
         drop_column(csv, "train_time_s"));
 }
 
-TEST_CASE("attention_ablations arm-only keys select replicates and shift seeds; unit keys are not symmetric",
+TEST_CASE("attention_ablations arm-only keys select replicates and shift seeds, and unit keys are not symmetric",
           "[integration][attention_ablations]") {
   TempDir d;
   const std::string base = "prev_token:decoder:separate:2", norm = "prev_token:decoder:shared_noself_norm:2";
