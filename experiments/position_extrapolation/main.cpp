@@ -79,6 +79,20 @@ bool finetunes(const Cell& cell) {
          std::find(tasks.begin(), tasks.end(), cell.get_string("task")) != tasks.end();
 }
 int steps_of(const Cell& cell) { return cell.get_int32("steps_" + cell.get_string("task")); }
+// The keys a cell never reads (ExperimentSpec::unread_keys): the other tasks' steps_<task> and
+// lr_grid_<task>, and lr_grid where the cell's task has its own grid (lr_grid_of). So extending one
+// task's grid or budget leaves the fingerprints, and the stored results, of the other tasks' cells.
+std::vector<std::string> unread_keys(const Cell& cell) {
+  const std::string& task = cell.get_string("task");
+  std::vector<std::string> out;
+  for (const char* t : {"text", "copy", "mqar", "passkey"}) {
+    if (task == t) continue;
+    out.push_back(std::string("steps_") + t);
+    out.push_back(std::string("lr_grid_") + t);
+  }
+  if (task == "analysis" || !cell.get_real_list("lr_grid_" + task).empty()) out.push_back("lr_grid");
+  return out;
+}
 // The updates after which a fine-tune is evaluated: finetune_eval_steps below finetune_steps, in
 // increasing order (the evaluation after the last update is made after the phase, whatever it did).
 std::vector<int> finetune_checkpoints(const Cell& cell) {
@@ -485,6 +499,7 @@ int main(int argc, char** argv) {
   spec.default_seeds = 2;
   spec.timing_columns = {"train_time_s"};
   spec.validate = validate;
+  spec.unread_keys = unread_keys;
   spec.run_cell = run_cell;
   return run_experiment(argc, argv, spec);
 }

@@ -272,6 +272,23 @@ TEST_CASE("position_extrapolation pilots a task's own grid with whole-run trials
   const Csv runs = read_csv(out / "position_extrapolation.csv");
   for (std::size_t i = 0; i < runs.rows.size(); ++i)
     CHECK(grid[runs.at(i, "task")].count(runs.at(i, "lr")) == 1);
+  // Another task's grid or budget is not part of a cell's fingerprint: changing mqar's keys
+  // recomputes the mqar cells only, and the copy cells are reused.
+  auto cell_files = [&](const std::string& task) {
+    std::size_t n = 0;
+    for (const auto& e : fs::directory_iterator(out / "cells"))
+      n += e.path().filename().string().rfind("task=" + task + "_", 0) == 0 ? 1 : 0;
+    return n;
+  };
+  const std::size_t copy_before = cell_files("copy"), mqar_before = cell_files("mqar");
+  REQUIRE(copy_before > 0);
+  const Run again = run(tiny(out, {"--task=copy,mqar", "--encoding=rope", "--pilot_steps=0",
+                                   "--lr_grid_mqar=0.002 0.006", "--steps_mqar=5"}),
+                        d.path);
+  INFO(again.err);
+  REQUIRE(again.code == 0);
+  CHECK(cell_files("copy") == copy_before);
+  CHECK(cell_files("mqar") == 2 * mqar_before);
 }
 
 TEST_CASE("position_extrapolation trains on another corpus file given with --corpus",
