@@ -219,7 +219,7 @@ def side_by_side(run, quick, label, quick_label):
     this run, and the anchor paper's finding (this run's row, else the quick run's)."""
     out = [f"| # | sub-claim | {md_cell(quick_label)} verdict | {md_cell(label)} verdict | anchor paper's finding |",
            "|---|---|---|---|---|"]
-    verdict = lambda r: f"**{md_cell(r['verdict'])}**" if r else "—"  # noqa: E731
+    verdict = lambda r: md_cell(sv.verdict_label(r, bold=True)) if r else "—"  # noqa: E731
     for (num, name, claim, meta, rows, figs), (_, _, _, qmeta, qrows, _) in zip(run, quick):
         if not meta and not qmeta:
             out.append(f"| {num} | `{name}` not run | — | — | |")
@@ -317,7 +317,7 @@ def render(res, quick_dir=None):
             continue
         scale = f" {md_cell(scale_of(meta))} |" if quick else ""
         for r in rows:
-            out.append(f"| {num} | {md_cell(r['claim'])} |{scale} **{md_cell(r['verdict'])}** |")
+            out.append(f"| {num} | {md_cell(r['claim'])} |{scale} {md_cell(sv.verdict_label(r, bold=True))} |")
     out.append("")
     for num, name, claim, meta, rows, figs in sections:
         if meta:

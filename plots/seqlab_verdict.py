@@ -15,7 +15,9 @@ them. A verdict is one of KINDS:
                                 at its end (seqlab_stats.convergence: the last 20 % of the logged
                                 steps);
   inconclusive                  the interval straddles the margin (the reason names it), or there
-                                are fewer than MIN_SEEDS paired seeds;
+                                are fewer than MIN_SEEDS paired seeds, or the caller names another
+                                reason (lr censored, underpowered); the report's glance tables show
+                                the reason's name beside it (why_inconclusive);
   depends on …                  the data show a condition: the claim holds at one setting and fails
                                 (or is equivalent) at another;
   by construction               what the code guarantees (sequential-step counts, LayerNorm's
@@ -293,6 +295,38 @@ def combine(parts, condition=None, test=None, margin=None):
     undecided = {k for k in kinds if k not in (HOLDS, BY_CONSTRUCTION, DEPENDS)}
     kind = undecided.pop() if len(undecided) == 1 else INCONCLUSIVE
     return Verdict(kind, every, **base)
+
+
+# The named reasons of a plain 'inconclusive' verdict, in the order they are looked for in its
+# reason: (what the reason text contains, the name the report shows).
+INCONCLUSIVE_REASONS = (
+    ("lr censored", "lr censored"),
+    ("underpowered", "underpowered"),
+    ("replicate(s); the rule needs", "too few seeds"),
+    ("straddles", "interval straddles the margin"),
+    ("the fit needs", "too few points to fit"),
+    ("both above", "test not significant"),
+    ("one was run", "not in this run's design"),
+)
+
+
+def why_inconclusive(row):
+    """The named reason of a plain 'inconclusive' report row (a Verdict.row dict): the first of
+    INCONCLUSIVE_REASONS whose text its reason contains, else 'see the row'; '' for any other
+    kind (whose kind already names it: ceiling, floor, not converged)."""
+    if row.get("kind") != INCONCLUSIVE:
+        return ""
+    reason = row.get("reason", "")
+    return next((name for text, name in INCONCLUSIVE_REASONS if text in reason), "see the row")
+
+
+def verdict_label(row, bold=False):
+    """The verdict as the glance tables show it: the verdict text (in bold, Markdown, with
+    `bold`), and for a plain 'inconclusive' its named reason after it in parentheses
+    ('**inconclusive** (lr censored)')."""
+    why = why_inconclusive(row)
+    text = f"**{row['verdict']}**" if bold else row["verdict"]
+    return f"{text} ({why})" if why else text
 
 
 def counts(rows):

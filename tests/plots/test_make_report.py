@@ -218,8 +218,8 @@ def check_comparison(tmp, names):
         for s_row, q_row in make_report.paired_rows(rows, qrows):
             row = s_row or q_row
             want.append([str(num), make_report.md_cell(row["claim"]),
-                         f"**{make_report.md_cell(q_row['verdict'])}**" if q_row else "—",
-                         f"**{make_report.md_cell(s_row['verdict'])}**" if s_row else "—",
+                         make_report.md_cell(sv.verdict_label(q_row, bold=True)) if q_row else "—",
+                         make_report.md_cell(sv.verdict_label(s_row, bold=True)) if s_row else "—",
                          make_report.md_cell(row["anchor"])])
     check(got == want and got, f"the side-by-side rows are both runs' verdicts matched by claim ({len(got)} rows)")
     by_claim = {c[1]: c for c in got}
@@ -331,6 +331,9 @@ def main():
         check(verdict_cells and all(v == "not run" or v in sv.KINDS or v.startswith("depends on ")
                                     for v in verdict_cells),
               f"every verdict is one of seqlab_verdict.KINDS, 'depends on …' or 'not run' (got {verdict_cells})")
+        plain = [l for l in glance if "**inconclusive**" in l]
+        check(all(re.search(r"\*\*inconclusive\*\* \([a-z][^)]*\) \|", l) for l in plain),
+              f"every plain inconclusive glance row names its reason ({len(plain)} rows)")
         # The claims table shows each verdict's test, effect, margin and artifact checks.
         header = next((l for l in section("Claims") if l.startswith("| # |")), "")
         for col in ("test", "effect (95 % interval)", "margin", "artifact checks", "rule"):

@@ -145,6 +145,16 @@ def combining():
                "margin", "checks"} <= set(r) for r in rows), "rows have every field")
     check(rows[4]["verdict"].startswith("depends on the recurrent cell") and rows[4]["kind"] == sv.DEPENDS,
           "a depends-on row keeps its condition in the verdict text")
+    # A plain inconclusive row is shown with its named reason; other kinds as they are.
+    w = sv.decide(WIDE, 0.02, sv.GREATER).row("c", "m", "a", "r")
+    check(sv.verdict_label(w) == "inconclusive (interval straddles the margin)", f"label: {sv.verdict_label(w)}")
+    few = sv.decide(est([0.3, 0.31]), 0.02, sv.GREATER).row("c", "m", "a", "r")
+    check(sv.verdict_label(few) == "inconclusive (too few seeds)", f"label: {sv.verdict_label(few)}")
+    cens = dict(w, reason="lr censored: x chose 0.016, the top of lr_grid; " + w["reason"])
+    check(sv.why_inconclusive(cens) == "lr censored", "lr censored named before the straddle")
+    check(sv.verdict_label(dict(w, reason="something else")) == "inconclusive (see the row)", "unnamed reason")
+    check(sv.verdict_label(rows[2]) == rows[2]["verdict"] and sv.why_inconclusive(rows[0]) == "",
+          "other kinds keep their text")
     n = sv.counts(rows)
     check(n == "holds 1, fails 1, depends on 1, inconclusive: ceiling 1; by construction 1 (shown, not "
               "counted as evidence)", f"counts: {n}")
