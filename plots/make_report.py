@@ -30,7 +30,13 @@ The report is reproducible: it has no clock time. Its "Generated" line names the
 of the runs' meta.json files (RESULTS_DIR's and QUICK_DIR's), so the same CSVs give the same
 bytes whenever they are rendered.
 
-Exit status: 0 written; 2 an unknown option, a missing RESULTS_DIR or QUICK_DIR, or a malformed
+--readme README also rewrites the verdict table of the top-level README (the lines between
+README_BEGIN and README_END): one row per claim with the verdict counts of RESULTS_DIR's run and
+QUICK_DIR's, each linking its report. tests/plots/test_make_report.py checks that the committed
+README's table is the one the committed results/standard and results give.
+
+Exit status: 0 written; 2 an unknown option, a missing RESULTS_DIR, QUICK_DIR or README, README
+without the markers, or a malformed
 CSV, meta.json or column (the message names it; nothing is written). The report is written atomically (temporary
 file, then rename).
 """
@@ -381,6 +387,47 @@ def render(res, quick_dir=None):
     return "\n".join(out) + "\n"
 
 
+README_BEGIN = "<!-- verdicts: begin (written by plots/make_report.py --readme; do not edit by hand) -->"
+README_END = "<!-- verdicts: end -->"
+
+
+def readme_block(res, quick_dir, readme):
+    """The lines of the README's verdict table (between README_BEGIN and README_END): per claim,
+    the verdict counts (seqlab_verdict.counts) of the run in `res` and, with `quick_dir`, of the
+    quick run there, each column linking its REPORT.md relative to the README file `readme`."""
+    sections = load_run(res)
+    quick = load_run(quick_dir) if quick_dir is not None else None
+    base = os.path.dirname(os.path.abspath(readme))
+    link = lambda d: os.path.relpath(os.path.join(os.path.abspath(d), "REPORT.md"), base)  # noqa: E731
+    label = scale_label(sections, "this run")
+    head = f"| # | experiment | {md_cell(label)} scale ([report]({link(res)})) |"
+    rule = "|---|---|---|"
+    if quick:
+        head += f" {md_cell(scale_label(quick, 'quick'))} scale ([report]({link(quick_dir)})) |"
+        rule += "---|"
+    out = [README_BEGIN, head, rule]
+    for i, (num, name, _, meta, rows, _) in enumerate(sections):
+        line = f"| {num} | [`{name}`](experiments/{name}/README.md) | {sv.counts(rows) if meta else 'not run'} |"
+        if quick:
+            qmeta, qrows = quick[i][3], quick[i][4]
+            line += f" {sv.counts(qrows) if qmeta else 'not run'} |"
+        out.append(line)
+    out.append(README_END)
+    return out
+
+
+def replace_readme_block(text, block, readme):
+    """`text` (the README) with the lines between README_BEGIN and README_END replaced by `block`;
+    st.DataError naming `readme` when the markers are missing, repeated or out of order."""
+    lines = text.split("\n")
+    b = [i for i, l in enumerate(lines) if l.strip() == README_BEGIN]
+    e = [i for i, l in enumerate(lines) if l.strip() == README_END]
+    if len(b) != 1 or len(e) != 1 or e[0] < b[0]:
+        raise st.DataError(f"--readme: {readme} must hold the line {README_BEGIN!r} once, and after it the "
+                           f"line {README_END!r} once")
+    return "\n".join(lines[:b[0]] + block + lines[e[0] + 1:])
+
+
 def parse_args(argv):
     """RESULTS_DIR and --quick QUICK_DIR from argv (without the program name); argparse exits 2
     with its usage on an unknown option."""
@@ -392,6 +439,9 @@ def parse_args(argv):
     p.add_argument("--quick", metavar="QUICK_DIR",
                    help="the quick run to compare RESULTS_DIR with (e.g. results): adds the side-by-side table of "
                         "verdicts and the section on what this suite cannot decide on this machine")
+    p.add_argument("--readme", metavar="README",
+                   help="also rewrite README's verdict table (the lines between the markers "
+                        f"{README_BEGIN!r} and {README_END!r}) from RESULTS_DIR and QUICK_DIR")
     return p.parse_args(argv)
 
 
@@ -403,16 +453,23 @@ def main(argv):
     if args.quick is not None and not os.path.isdir(args.quick):
         st.fail(f"--quick: quick results directory not found: {args.quick} (run ./run_all.sh for the quick run, "
                 f"or leave out --quick)")
+    if args.readme is not None and not os.path.isfile(args.readme):
+        st.fail(f"--readme: file not found: {args.readme}")
     try:
         text = render(res, args.quick)
+        readme = None
+        if args.readme is not None:
+            with open(args.readme) as f:
+                readme = replace_readme_block(f.read(), readme_block(res, args.quick, args.readme), args.readme)
     except st.DataError as e:
         st.fail(str(e))
-    path = os.path.join(res, "REPORT.md")
-    tmp = path + f".tmp.{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-    print(os.path.abspath(path))
+    writes = [(os.path.join(res, "REPORT.md"), text)] + ([(args.readme, readme)] if readme is not None else [])
+    for path, body in writes:
+        tmp = path + f".tmp.{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write(body)
+        os.replace(tmp, path)
+        print(os.path.abspath(path))
 
 
 if __name__ == "__main__":
