@@ -292,6 +292,29 @@ def check_comparison(tmp, names):
     check(r.returncode == 2 and not os.path.exists(report_path), f"an unknown option: exit 2, nothing written ({r.stderr})")
 
 
+def check_readme():
+    """--readme: the committed README's verdict table is the one the committed results/standard
+    and results give; replacing the block keeps the rest of the file; a README without the
+    markers exits 2 naming it and is left as it was."""
+    readme = os.path.join(SRC, "README.md")
+    std, quick = os.path.join(SRC, "results", "standard"), os.path.join(SRC, "results")
+    text = open(readme).read()
+    block = make_report.readme_block(std, quick, readme)
+    check(make_report.replace_readme_block(text, block, readme) == text,
+          "README.md's verdict table is the one plots/make_report.py results/standard --quick results "
+          "--readme README.md writes (rerun it after changing a committed run)")
+    check(len(block) == 4 + len(make_report.CLAIMS) and block[0] == make_report.README_BEGIN,
+          f"a header, a rule and one row per claim between the markers ({len(block)} lines)")
+    swapped = make_report.replace_readme_block("a\n" + block[0] + "\nold\n" + block[-1] + "\nb", ["X"], "r")
+    check(swapped == "a\nX\nb", f"only the block is replaced: {swapped!r}")
+    with tempfile.TemporaryDirectory() as tmp:
+        bare = os.path.join(tmp, "README.md")
+        open(bare, "w").write("no markers\n")
+        r = run_script(os.path.join(PLOTS, "make_report.py"), std, "--quick", quick, "--readme", bare)
+        check(r.returncode == 2 and "README.md" in r.stderr and open(bare).read() == "no markers\n",
+              f"a README without the markers: exit 2 naming it, unchanged (stderr: {r.stderr.strip()})")
+
+
 def main():
     check(set(make_report.ROW_KEYS) == ROW_KEYS and set(ROW_KEYS) == set(sv.Verdict(sv.HOLDS).row("c", "m", "a", "r")),
           "the report, the tests and seqlab_verdict agree on a row's keys")
@@ -402,6 +425,7 @@ def main():
         check_default_layout(text)
     check_paired_rows()
     check_cannot_decide_units()
+    check_readme()
     with tempfile.TemporaryDirectory() as tmp:
         check_comparison(tmp, names)
 
