@@ -394,6 +394,42 @@ def write_table(out_dir, stem, header, rows):
     return path
 
 
+LEVEL_HEADER = ["task", "positional_encoding", "variant", "finetune_lr_scale", "finetune_step", "mode",
+                "eval_ratio", "bucket", "metric", "n_seeds", "mean", "ci95_lo", "ci95_hi", "baseline"]
+
+
+def levels_rows(d):
+    """The levels behind the README's results tables: per task, encoding, variant (the fine-tunes at
+    each rate after the verdicts' budget, verdict_budget), evaluation mode and ratio, the mean
+    over seeds of the task's metric (perplexity for text, accuracy otherwise) with its t-interval,
+    at 1x over every scored position (bucket 'all') and beyond 1x over the positions >= L_train
+    ('beyond_train_len'), and the baseline's mean (the unigram perplexity for text, the
+    baseline_accuracy otherwise)."""
+    rows = []
+    ev = d["eval"]
+    for task in TASKS:
+        column, _ = metric_of(task)
+        budget = verdict_budget(ev, task)
+        keys = sorted({(r["positional_encoding"], r["variant"], ft_scale(r), ft_step(r), r["mode"], int(num(r, "eval_ratio")))
+                       for r in ev if r["task"] == task},
+                      key=lambda k: (encoding_order(ev).index(k[0]) if k[0] in encoding_order(ev) else 99,
+                                     k[1] != "zero_shot", k[2], k[3], k[4], k[5]))
+        for enc, variant, scale, step, mode, ratio in keys:
+            if variant == "finetuned" and step != budget:
+                continue
+            bucket = "all" if ratio == 1 else "beyond_train_len"
+            sel = [r for r in ev if r["task"] == task and r["positional_encoding"] == enc and r["variant"] == variant
+                   and ft_scale(r) == scale and ft_step(r) == step and r["mode"] == mode
+                   and int(num(r, "eval_ratio")) == ratio and r["bucket"] == bucket]
+            if not sel:
+                continue
+            e = ss.mean_interval([num(r, column) for r in sel])
+            base = [math.exp(num(r, "baseline_loss_nats")) if is_lm(task) else num(r, "baseline_accuracy") for r in sel]
+            rows.append([task, enc, variant, f"{scale:g}", step, mode, ratio, bucket, column, e.n,
+                         f"{e.value:.6g}", f"{e.lo:.6g}", f"{e.hi:.6g}", f"{sum(base) / len(base):.6g}"])
+    return rows
+
+
 def similarity_table(d):
     """[(d_model, k, cos, cos_cf, dot, dot_min, dot_max, claimed)] from the similarity rows."""
     groups = defaultdict(list)
@@ -1158,6 +1194,7 @@ def main(argv):
         paths += plot_similarity(d, out_dir)
         paths += plot_rope_decay(d, out_dir)
         paths += plot_resolution(d, out_dir)
+        paths.append(write_table(out_dir, "levels", LEVEL_HEADER, levels_rows(d)))
         try:
             verdicts(res)  # the same checks as the report, so a bad table fails here too
         except st.NoClaimRows as e:

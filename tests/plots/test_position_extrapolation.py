@@ -54,6 +54,23 @@ def main():
             check(len(ft_rows) == 2 * 3 * 3 * 2, f"fine-tune table has {len(ft_rows)} rows, expected 36")
             check({r["finetune_step"] for r in ft_rows} == {"1", "2", "3"},
                   f"fine-tune table budgets {sorted({r['finetune_step'] for r in ft_rows})}")
+        levels = os.path.join(figs, f"{NAME}_levels.csv")
+        check(os.path.isfile(levels), "missing levels table CSV")
+        if os.path.isfile(levels):
+            with open(levels, newline="") as f:
+                lv = list(csv.DictReader(f))
+            with open(os.path.join(res, f"{NAME}_eval.csv"), newline="") as f:
+                ev = list(csv.DictReader(f))
+            # One level recomputed by hand: rope zero-shot copy at 2x, positions >= L_train.
+            want = [float(r["accuracy"]) for r in ev if r["task"] == "copy" and r["positional_encoding"] == "rope"
+                    and r["variant"] == "zero_shot" and r["eval_ratio"] == "2" and r["bucket"] == "beyond_train_len"]
+            got = [x for x in lv if x["task"] == "copy" and x["positional_encoding"] == "rope"
+                   and x["variant"] == "zero_shot" and x["eval_ratio"] == "2"]
+            check(len(got) == 1 and want and abs(float(got[0]["mean"]) - sum(want) / len(want)) < 1e-5
+                  and got[0]["bucket"] == "beyond_train_len" and int(got[0]["n_seeds"]) == len(want),
+                  f"levels table: rope copy 2x {got} against the eval rows' mean {want}")
+            check({x["bucket"] for x in lv if x["eval_ratio"] == "1"} == {"all"}, "1x levels are over every position")
+            check({x["metric"] for x in lv if x["task"] == "text"} == {"perplexity"}, "text levels are perplexity")
         table = os.path.join(figs, f"{NAME}_similarity_table.csv")
         check(os.path.isfile(table), "missing similarity table CSV")
         if os.path.isfile(table):
