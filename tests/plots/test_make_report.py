@@ -293,11 +293,16 @@ def check_comparison(tmp, names):
 
 
 def check_readme():
-    """--readme: the committed README's verdict table is the one the committed results/standard
+    """The committed results/standard/REPORT.md is the one the committed runs give, byte for byte;
+    --readme: the committed README's verdict table is the one the committed results/standard
     and results give; replacing the block keeps the rest of the file; a README without the
     markers exits 2 naming it and is left as it was."""
     readme = os.path.join(SRC, "README.md")
     std, quick = os.path.join(SRC, "results", "standard"), os.path.join(SRC, "results")
+    committed = open(os.path.join(std, "REPORT.md")).read()
+    check(make_report.render(std, quick) == committed,
+          "results/standard/REPORT.md is what plots/make_report.py results/standard --quick results writes from "
+          "the committed CSVs (rerun it after changing a committed run or a plot module)")
     text = open(readme).read()
     block = make_report.readme_block(std, quick, readme)
     check(make_report.replace_readme_block(text, block, readme) == text,
