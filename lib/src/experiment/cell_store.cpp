@@ -131,6 +131,56 @@ StoredCell load_cell(const fs::path& file, const Cell& cell, const nlohmann::jso
   return out;
 }
 
+StoredCell adopt_cell(const fs::path& file, const Cell& cell, const nlohmann::json& fingerprint,
+                      const ExperimentSpec& spec, bool write) {
+  StoredCell none;
+  const std::string name = file.filename().string();
+  constexpr std::size_t kHashAndExt = 16 + 5;  // "<16 hex digits>.json"
+  if (cell.grid_only_keys.empty() || name.size() <= kHashAndExt) return none;
+  const std::string prefix = name.substr(0, name.size() - kHashAndExt);  // "<label>_"
+  std::error_code ec;
+  std::vector<fs::path> candidates;
+  for (fs::directory_iterator it(file.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string other = it->path().filename().string();
+    if (other != name && other.size() == name.size() && other.compare(0, prefix.size(), prefix) == 0 &&
+        other.compare(other.size() - 5, 5, ".json") == 0)
+      candidates.push_back(it->path());
+  }
+  std::sort(candidates.begin(), candidates.end());
+  for (const auto& path : candidates) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(read_file(path.string()));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (!j.is_object() || !j.contains("fingerprint") || !j.contains("tables") || !j.contains("checksum") ||
+        !j.at("checksum").is_string())
+      continue;
+    const nlohmann::json& stored = j.at("fingerprint");
+    if (j.at("checksum").get<std::string>() != cell_checksum(stored, j.at("tables"))) continue;
+    if (!stored.is_object() || !stored.contains("params") || !stored.at("params").is_object()) continue;
+    nlohmann::json reduced = stored;
+    for (const auto& k : cell.grid_only_keys) reduced["params"].erase(k);
+    if (reduced != fingerprint || !check_tables(j.at("tables"), cell, spec).empty()) continue;
+    j["fingerprint"] = fingerprint;
+    j["checksum"] = cell_checksum(fingerprint, j.at("tables"));
+    if (write) write_file_atomic(file.string(), j.dump(1) + "\n");
+    StoredCell out;
+    out.status = StoredCell::Status::Ok;
+    out.json = std::move(j);
+    return out;
+  }
+  return none;
+}
+
+StoredCell load_or_adopt_cell(const fs::path& file, const Cell& cell, const nlohmann::json& fingerprint,
+                              const ExperimentSpec& spec, bool write) {
+  StoredCell r = load_cell(file, cell, fingerprint, spec);
+  if (r.status != StoredCell::Status::Missing) return r;
+  return adopt_cell(file, cell, fingerprint, spec, write);
+}
+
 std::string cell_stem(const Cell& c, const std::string& experiment) {
   std::string f = cell_file_name(c, experiment);
   return f.substr(0, f.size() - 5);

@@ -33,6 +33,21 @@ struct StoredCell {
 StoredCell load_cell(const std::filesystem::path& file, const Cell& cell,
                      const nlohmann::json& fingerprint, const ExperimentSpec& spec);
 
+/// A stored result of `cell` under another file name: a file of `file`'s directory with the same
+/// label and another fingerprint hash whose own checksum verifies and whose fingerprint, less the
+/// cell's grid-only keys (OptionSpec::grid_only, ExperimentSpec::unread_keys), equals
+/// `fingerprint`. Such a file was written before those keys left the fingerprint (a key declared
+/// unread later), and no key the cell reads differs, so it is this cell's result. Found: Ok, its
+/// json with `fingerprint` and the checksum recomputed over it (the tables as stored), and with
+/// `write` saved as `file` (atomically; the other file is left as it is). Not found: Missing.
+StoredCell adopt_cell(const std::filesystem::path& file, const Cell& cell,
+                      const nlohmann::json& fingerprint, const ExperimentSpec& spec, bool write);
+
+/// load_cell, and when `file` does not exist, adopt_cell.
+StoredCell load_or_adopt_cell(const std::filesystem::path& file, const Cell& cell,
+                              const nlohmann::json& fingerprint, const ExperimentSpec& spec,
+                              bool write);
+
 /// "<cell file stem>": the cell's file name without ".json" (prefix of its checkpoint files).
 std::string cell_stem(const Cell& c, const std::string& experiment);
 /// The checkpoint files "<stem>.<phase>.ckpt" of one cell in `dir` (none if it does not exist),

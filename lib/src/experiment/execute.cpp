@@ -67,7 +67,7 @@ void print_status(const Invocation& inv, const ExperimentSpec& spec) {
   for (std::size_t i = first; i <= last; ++i) {
     const Cell& c = inv.cells[i];
     const fs::path file = cells_dir / cell_file_name(c, spec.name);
-    const auto r = load_cell(file, c, c.fingerprint(spec.name), spec);
+    const auto r = load_or_adopt_cell(file, c, c.fingerprint(spec.name), spec, false);
     const char* state = r.status == StoredCell::Status::Ok ? "done"
                         : r.status == StoredCell::Status::Missing
                             ? (cell_checkpoints(checkpoints_dir, cell_stem(c, spec.name)).empty()
@@ -139,13 +139,17 @@ int execute(const Invocation& inv, const ExperimentSpec& spec) {
           log(inv, spec, prefix + ": --force: removed " + std::to_string(n) + " old checkpoint(s)");
         }
       } else {
-        const auto stored = load_cell(file, c, fp, spec);
+        std::error_code ec;
+        const bool existed = fs::exists(fs::symlink_status(file, ec));
+        const auto stored = load_or_adopt_cell(file, c, fp, spec, true);
         if (stored.status == StoredCell::Status::Ok) {
           if (stored.json.value("git_commit", std::string()) != build.value("git_commit", "")) {
             ++other_commit;
           }
           remove_cell_checkpoints(checkpoints_dir, stem);  // left by a kill after the write
-          log(inv, spec, prefix + ": already done, skipped (--force recomputes)");
+          log(inv, spec, prefix + (existed ? ": already done, skipped (--force recomputes)"
+                                           : ": already done, stored before keys it never reads left its "
+                                             "fingerprint; written as " + file.string()));
           continue;
         }
         if (stored.status == StoredCell::Status::Corrupt) {

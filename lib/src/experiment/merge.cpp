@@ -24,7 +24,7 @@ int merge(const Invocation& inv, const ExperimentSpec& spec, const std::string& 
   std::string first_corrupt;
   for (const auto& c : inv.cells) {
     const fs::path file = cells_dir / cell_file_name(c, spec.name);
-    auto r = load_cell(file, c, c.fingerprint(spec.name), spec);
+    auto r = load_or_adopt_cell(file, c, c.fingerprint(spec.name), spec, true);
     if (r.status == StoredCell::Status::Missing) {
       missing.push_back(c.index);
     } else if (r.status == StoredCell::Status::Corrupt) {

@@ -64,6 +64,11 @@
 // sweep key's name for a column with another meaning). A cell that fails is corrupt: a run
 // recomputes it (even without --force), --merge exits 1 naming it. So a killed sweep resumes where
 // it stopped, and a sweep extended with more values or seeds reuses the cells it already has.
+// A cell whose file is missing but which was stored under another hash before some of its keys
+// were declared unread (ExperimentSpec::unread_keys) is reused too: a file with its label whose
+// checksum verifies and whose fingerprint, less the cell's grid-only and unread keys, is this
+// cell's is written again under this cell's name with its fingerprint (run and --merge; --status
+// only reports it done). So declaring a key unread later keeps the cells that never read it.
 // Merge lists cells in index order, so the CSV does not depend on which process ran which cell,
 // and writes every declared table, header only when no cell has rows for it (so a table from an
 // earlier merge is always replaced; a table the experiment no longer declares is not removed).
