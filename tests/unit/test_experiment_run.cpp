@@ -331,6 +331,65 @@ TEST_CASE("a key only some cells read is left out of the others' fingerprints", 
   CHECK_THAT(bad.err, Catch::Contains("unread_keys names 'n', not a declared non-sweep key"));
 }
 
+TEST_CASE("a cell stored before a key was declared unread is reused under its new fingerprint", "[experiment][run]") {
+  TempDir d;
+  const auto ini = write_ini(d.path, "c.ini", "n = 1,2\nseeds = 1\n");
+  ExperimentSpec spec = toy_spec();
+  const fs::path out = d.path / "res";
+  const std::vector<std::string> base = {"--config", ini.string(), "--out", out.string(), "--quiet"};
+  auto files = [&] {
+    std::size_t n = 0;
+    for (const auto& e : fs::directory_iterator(out / "cells")) n += e.path().extension() == ".json" ? 1 : 0;
+    return n;
+  };
+  g_calls = 0;
+  REQUIRE(run(spec, base).code == 0);
+  CHECK(g_calls == 2);
+  const std::string first_csv = slurp(out / "toy.csv");
+  // The cells never read mode; declared unread now, it leaves their fingerprints, so both cell
+  // files' names change. --status reports them done without writing; a run writes them again
+  // under the new names and computes nothing.
+  spec.unread_keys = [](const Cell&) { return std::vector<std::string>{"mode"}; };
+  auto status = base;
+  status.push_back("--status");
+  const auto st = run(spec, status);
+  CHECK(st.code == 0);
+  CHECK_THAT(st.out, Catch::Contains("0 done") && Catch::Contains("1 done"));
+  CHECK(files() == 2);
+  g_calls = 0;
+  REQUIRE(run(spec, base).code == 0);
+  CHECK(g_calls == 0);
+  CHECK(files() == 4);
+  CHECK(slurp(out / "toy.csv") == first_csv);
+  // mode no longer identifies them: changing it reruns nothing.
+  auto mode_b = base;
+  mode_b.push_back("--mode=b");
+  REQUIRE(run(spec, mode_b).code == 0);
+  CHECK(g_calls == 0);
+  // A key the cells read still does: the stored results of another x are not adopted.
+  auto other_x = base;
+  other_x.push_back("--x=0.75");
+  g_calls = 0;
+  REQUIRE(run(spec, other_x).code == 0);
+  CHECK(g_calls == 2);
+  // A stored file under another name whose tables were edited (its checksum no longer verifies)
+  // is not adopted: the cell runs again.
+  const fs::path out2 = d.path / "res2";
+  const std::vector<std::string> base2 = {"--config", ini.string(), "--out", out2.string(), "--quiet"};
+  spec.unread_keys = nullptr;
+  REQUIRE(run(spec, base2).code == 0);
+  for (const auto& e : fs::directory_iterator(out2 / "cells")) {
+    std::string text = slurp(e.path());
+    const auto at = text.find("\"time_s\"");
+    REQUIRE(at != std::string::npos);
+    std::ofstream(e.path()) << text.replace(at, 8, "\"time_t\"");
+  }
+  spec.unread_keys = [](const Cell&) { return std::vector<std::string>{"mode"}; };
+  g_calls = 0;
+  REQUIRE(run(spec, base2).code == 0);
+  CHECK(g_calls == 2);
+}
+
 TEST_CASE("a table's merge filter reduces the merged CSV and the cells keep every row", "[experiment][run]") {
   TempDir d;
   const auto ini = write_ini(d.path, "c.ini", "n = 1,2\nseeds = 2\ncurve_rows = 4\n");
