@@ -18,8 +18,12 @@ long_range_recall.meta.json from RESULTS_DIR; writes into RESULTS_DIR/figures (P
   long_range_recall_attention   the Transformer's last-layer attention on one solved test example
   long_range_recall_curves      training loss against step (the same two levels, on the training
                                 loss's scale)
-Exits 2 naming a missing or malformed file or column. verdicts(RESULTS_DIR) returns the claim
-rows of the report (plots/make_report.py).
+  long_range_recall_copy_curves copy memory's training loss at the longest T against update
+  long_range_recall_mqar_width  the width study: MQAR accuracy against width, per model and P
+The gradient verdict also reads the grad_norms tables of RESULTS_DIR/cells/*.json when they are
+there (every position; the merged CSV keeps every k-th distance). Exits 2 naming a missing or
+malformed file or column. verdicts(RESULTS_DIR) returns the claim rows of the report
+(plots/make_report.py).
 """
 import math
 import os
