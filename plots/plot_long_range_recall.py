@@ -18,8 +18,12 @@ long_range_recall.meta.json from RESULTS_DIR; writes into RESULTS_DIR/figures (P
   long_range_recall_attention   the Transformer's last-layer attention on one solved test example
   long_range_recall_curves      training loss against step (the same two levels, on the training
                                 loss's scale)
-Exits 2 naming a missing or malformed file or column. verdicts(RESULTS_DIR) returns the claim
-rows of the report (plots/make_report.py).
+  long_range_recall_copy_curves copy memory's training loss at the longest T against update
+  long_range_recall_mqar_width  the width study: MQAR accuracy against width, per model and P
+The gradient verdict also reads the grad_norms tables of RESULTS_DIR/cells/*.json when they are
+there (every position; the merged CSV keeps every k-th distance). Exits 2 naming a missing or
+malformed file or column. verdicts(RESULTS_DIR) returns the claim rows of the report
+(plots/make_report.py).
 """
 import math
 import os
@@ -52,6 +56,7 @@ DIST_COLS = ["task", "model", "length", "seed", "n_pairs", "distance", "n_scored
              "baseline_accuracy", "baseline_loss"]
 GRAD_COLS = ["task", "model", "length", "seq_len", "seed", "phase", "steps_before_end",
              "relative_grad_norm"]
+GRAD_CELL_COLS = GRAD_COLS + ["width"]
 ATT_COLS = ["task", "model", "length", "seq_len", "seed", "example", "solved", "layer", "head",
             "query_pos", "key_pos", "query_token", "key_token", "attention_prob"]
 PILOT_COLS = ["task", "model", "length", "seed", "lr", "val_loss", "chosen"]
@@ -75,7 +80,8 @@ class Data:
         main = self._read("main", MAIN_COLS, ["length", "seq_len", "seed", "n_params", "test_loss",
                                               "baseline_loss", "test_accuracy", "baseline_accuracy",
                                               "diverged", "final_train_loss", "train_time_s"],
-                          optional=["width", "steps_done", "lr", "hidden_size", "best_step"])
+                          optional=["width", "steps_done", "lr", "hidden_size", "best_step", "best_val_loss",
+                                    "val_baseline_loss"])
         steps = self._read("steps", STEP_COLS, ["length", "seed", "step", "train_loss"],
                            optional=["width", "val_loss"])
         dist = self._read("distance", DIST_COLS, ["length", "seed", "n_pairs", "distance", "n_scored",
@@ -102,6 +108,39 @@ class Data:
         self.tasks = [t for t in TASKS if any(r["task"] == t for r in self.main)]
         self.models = [m for m in MODELS if any(r["model"] == m for r in self.main)]
         self.note = st.scale_note(self.meta, len(self.seeds))
+        cfg = self.meta.get("config", {}) if isinstance(self.meta, dict) else {}
+        self.min_delta = float(cfg.get("min_delta", 0.01))  # the stopping rule's relative gain
+        self.long_lr = cfg.get("long_lr")
+        self.long_steps = cfg.get("long_steps")
+        self._cell_grad = None
+
+    def cell_grad(self):
+        """(rows, source): the gradient-norm rows of every cell at every position (2·S per cell and
+        phase pair) from RESULTS_DIR/cells/*.json, the cell files the merge joins (their
+        grad_norms table: the same columns as the CSV), when that directory holds them; else the
+        merged CSV's rows, which keep every k-th distance only (README "Output"). Width 0 only."""
+        if self._cell_grad is None:
+            import glob
+            import json
+            files = sorted(glob.glob(os.path.join(self.res, "cells", "*.json")))
+            rows = []
+            for f in files:
+                try:
+                    with open(f) as fh:
+                        t = json.load(fh)["tables"]["grad_norms"]
+                    cols = t["columns"]
+                    ix = {c: cols.index(c) for c in GRAD_CELL_COLS}
+                    for r in t["rows"]:
+                        if float(r[ix["width"]]) == 0:
+                            rows.append({c: (r[ix[c]] if c in ("task", "model", "phase") else float(r[ix[c]]))
+                                         for c in GRAD_CELL_COLS})
+                except (OSError, ValueError, KeyError, TypeError) as e:
+                    raise st.DataError(f"{f}: no readable grad_norms table ({e})")
+            if rows:
+                self._cell_grad = (rows, f"the cells' full rows ({len(files)} cell files, every position)")
+            else:
+                self._cell_grad = (self.grad, "the merged CSV's rows (every k-th distance; no cell files)")
+        return self._cell_grad
 
     def _read(self, key, cols, numeric, allow_empty=False, optional=()):
         """Rows with `cols` required and `numeric` parsed; `optional` numeric columns are parsed
@@ -188,7 +227,8 @@ def copy_n_memorize(data):
 def distance_series(data, task, model):
     """{distance: [per-seed value]} and the baseline: accuracy (adding: MSE) against the dependency
     distance. Copy memory: every length (distance T + 10); other tasks: the longest length, MQAR
-    pooled over its pair counts (weighted by scored items)."""
+    pooled over its pair counts (weighted by scored items); the baseline per distance pooled the
+    same way."""
     rows = [r for r in data.dist if r["task"] == task and r["model"] == model]
     if task != "copy_memory":
         L = data.longest(task)
@@ -196,16 +236,18 @@ def distance_series(data, task, model):
     metric = "loss" if task == "adding" else "accuracy"
     base_key = "baseline_loss" if task == "adding" else "baseline_accuracy"
     acc = defaultdict(lambda: [0.0, 0.0])  # (distance, seed) -> [sum value*n, sum n]
-    base = {}
+    bsum = defaultdict(lambda: [0.0, 0.0])  # distance -> [sum baseline*n, sum n], pooled as the value
     for r in rows:
         k = (r["distance"], r["seed"])
         acc[k][0] += r[metric] * r["n_scored"]
         acc[k][1] += r["n_scored"]
-        base[r["distance"]] = r[base_key]
+        bsum[r["distance"]][0] += r[base_key] * r["n_scored"]
+        bsum[r["distance"]][1] += r["n_scored"]
     series = defaultdict(list)
     for (d, _seed), (s, n) in sorted(acc.items()):
         if n > 0:
             series[d].append(s / n)
+    base = {d: s / n for d, (s, n) in bsum.items() if n > 0}
     return dict(series), base
 
 
@@ -247,12 +289,30 @@ def log_limits(ax, values):
         ax.set_ylim(min(vals) / 20, max(vals) * 3)
 
 
+# One colour and marker per model: the first six of the shared palette for the matched arms, four
+# more (Paul Tol's muted scheme) for the _long arms, so no two models draw alike.
+STYLE = {m: (st.PALETTE[i], st.MARKERS[i]) for i, m in enumerate(MODELS[:6])}
+STYLE.update({LONG[m]: (c, k) for m, c, k in zip(RECURRENT, ["#882255", "#117733", "#332288", "#999933"],
+                                                   ["X", "*", "h", "p"])})
+
+
 def color_of(model):
-    return st.PALETTE[MODELS.index(model) % len(st.PALETTE)]
+    return STYLE[model][0]
 
 
 def marker_of(model):
-    return st.MARKERS[MODELS.index(model) % len(st.MARKERS)]
+    return STYLE[model][1]
+
+
+CSV_BASELINE_LABEL = ("baseline (the CSV's: best predictor ignoring the dependency; copy: most frequent source "
+                      "symbol, MQAR: key-agnostic, probe: chance, adding: markerless MSE)")
+MEMORYLESS_LABEL = "copy memory, memoryless: 1/8 (loss 10 ln 8 / (T + 20))"
+
+
+def differs(a, b):
+    """Whether two levels differ by more than 1e-3 (relative): the dotted computed level is drawn
+    only where the CSV's baseline is another one (CSVs written before the content-aware baselines)."""
+    return abs(a - b) > 1e-3 * max(abs(a), abs(b), 1e-12)
 
 
 def diverged_note(data, task, model):
@@ -275,11 +335,14 @@ def fig_distance(data, out_dir):
         if base_line:
             xs = sorted(base_line)
             ax.plot(xs, [base_line[x] for x in xs], color="grey", linestyle="--", linewidth=1.2,
-                    label="context-blind baseline (the CSV's)")
+                    label=CSV_BASELINE_LABEL)
             means += [base_line[x] for x in xs]
             lv = agnostic_levels(data, task, data.longest(task))
-            if lv is not None:
+            if lv is not None and any(differs(lv["accuracy"], base_line[x]) for x in xs):
                 ax.axhline(lv["accuracy"], color="grey", linestyle=":", linewidth=1.4, label=AGNOSTIC_LABEL)
+        if task == "copy_memory":
+            ax.axhline(1.0 / copy_n_memorize(data)[1], color="grey", linestyle="-.", linewidth=1.0,
+                       label=MEMORYLESS_LABEL)
         if task == "adding":
             ax.set_yscale("log")
             log_limits(ax, means)
@@ -312,10 +375,14 @@ def fig_length(data, out_dir):
                              marker_of(model), log=(task == "adding"))
         base = {r["length"]: r[base_key] for r in data.main if r["task"] == task}
         ax.plot(Ls, [base[L] for L in Ls], color="grey", linestyle="--", linewidth=1.2,
-                label="context-blind baseline (the CSV's)")
-        if agnostic_levels(data, task, Ls[-1]) is not None:
+                label=CSV_BASELINE_LABEL)
+        if agnostic_levels(data, task, Ls[-1]) is not None and any(
+                differs(agnostic_levels(data, task, L)["accuracy"], base[L]) for L in Ls):
             ax.plot(Ls, [agnostic_levels(data, task, L)["accuracy"] for L in Ls], color="grey", linestyle=":",
                     linewidth=1.4, label=AGNOSTIC_LABEL)
+        if task == "copy_memory":
+            ax.axhline(1.0 / copy_n_memorize(data)[1], color="grey", linestyle="-.", linewidth=1.0,
+                       label=MEMORYLESS_LABEL)
         if task == "adding":
             ax.set_yscale("log")
             log_limits(ax, means + [base[L] for L in Ls])
@@ -437,16 +504,20 @@ def fig_curves(data, out_dir):
             for r in data.steps:
                 if r["task"] == task and r["model"] == model and r["length"] == L:
                     per[r["step"]].append(r["train_loss"])
-            means += ci_line(ax, sorted(per), per, color_of(model), LABELS[model], log=True)
+            means += ci_line(ax, sorted(per), per, color_of(model), LABELS[model], marker_of(model), log=True)
         base = [r["baseline_loss"] for r in data.main if r["task"] == task and r["length"] == L]
         if base:
-            ax.axhline(base[0], color="grey", linestyle="--", linewidth=1.2,
-                       label="context-blind baseline (the CSV's)")
+            ax.axhline(base[0], color="grey", linestyle="--", linewidth=1.2, label=CSV_BASELINE_LABEL)
             means.append(base[0])
         lv = agnostic_levels(data, task, L)
-        if lv is not None:
-            ax.axhline(lv["train_loss"], color="grey", linestyle=":", linewidth=1.4, label=AGNOSTIC_LABEL)
+        if lv is not None and (not base or differs(lv["train_loss"], base[0])):
+            ax.axhline(lv["train_loss"], color="grey", linestyle=":", linewidth=1.4,
+                       label=AGNOSTIC_LABEL + " (training-curve scale)")
             means.append(lv["train_loss"])
+        if task == "copy_memory":
+            n, k = copy_n_memorize(data)
+            ax.axhline(n * math.log(k) / (L + 2 * n), color="grey", linestyle="-.", linewidth=1.0,
+                       label=MEMORYLESS_LABEL)
         ax.set_yscale("log")
         log_limits(ax, means)
         ax.set_xlabel("training step")
@@ -459,8 +530,9 @@ def fig_curves(data, out_dir):
 
 def fig_copy_curves(data, out_dir):
     """Copy memory at the longest T: training loss (nats per position, over all T + 20 positions,
-    as Bai et al.'s) against update, per model: mean over the seeds still training at that update
-    (early stopping ends runs at different updates), beside Bai et al. 2018's copy-memory curves."""
+    as Bai et al.'s) against update, per model: geometric mean over the seeds still training at
+    that update (early stopping ends runs at different updates, so a model's mean after its first
+    stop averages fewer seeds), beside Bai et al. 2018's copy-memory curves (their Fig. 4)."""
     L = data.longest("copy_memory")
     fig, ax = st.plt.subplots(figsize=(7.2, 4.6))
     means = []
@@ -471,7 +543,10 @@ def fig_copy_curves(data, out_dir):
                 per[r["step"]].append(r["train_loss"])
         xs = sorted(per)
         m = [10 ** (sum(math.log10(max(v, 1e-12)) for v in per[x]) / len(per[x])) for x in xs]
-        ax.plot(xs, m, color=color_of(model), label=LABELS[model] + diverged_note(data, "copy_memory", model))
+        n_end = len(per[xs[-1]]) if xs else 0
+        ax.plot(xs, m, color=color_of(model), marker=marker_of(model), markevery=max(1, len(xs) // 8), markersize=4,
+                label=LABELS[model] + diverged_note(data, "copy_memory", model)
+                + (f" (n = {n_end} at the end)" if n_end < len(data.seeds) else ""))
         means += m
     n, k = copy_n_memorize(data)
     S = L + 2 * n
@@ -486,9 +561,9 @@ def fig_copy_curves(data, out_dir):
     ax.set_xlabel("update (batch of 32 sequences)")
     ax.set_ylabel("training loss, nats per position (log scale)")
     ax.legend(fontsize=8, loc="lower left")
-    ax.set_title(f"Copy memory, T = {int(L)} (sequence {int(S)}): training loss against update, geometric mean "
-                 f"over {len(data.seeds)} seeds\n(cf. Bai et al. 2018's copy-memory curves at T = 500, 1000, 2000: "
-                 "TCN to ~0, LSTM/GRU/RNN on the memoryless line)", fontsize=9)
+    ax.set_title(f"Copy memory, T = {int(L)} (sequence {int(S)}): training loss against update, geometric mean over "
+                 f"the seeds still training at that update (of {len(data.seeds)})\n(cf. Bai et al. 2018 Fig. 4, "
+                 "copy-memory loss curves from T = 500 on: TCN to ~0, LSTM and GRU on the memoryless line)", fontsize=9)
     return st.save(fig, out_dir, NAME + "_copy_curves")
 
 
@@ -537,10 +612,34 @@ ANCHORS = {
 SLOPE_MARGIN = 0.05   # skill per doubling of the length: a smaller difference of trends counts as none
 LEVEL_MARGIN = 0.1    # skill within this of 0 (the baseline) / of 1 (perfect): floor / ceiling
 GRAD_MARGIN = 0.01    # decades per step: decay rate of the input gradient, recurrent − Transformer
+# A run never left its baseline plateau (on_plateau) when its best validation loss is at least
+# PLATEAU_FRAC x the validation split's baseline loss, or at least PLATEAU_EARLY_FRAC x it with
+# that best at update <= PLATEAU_EARLY_STEP and >= PLATEAU_AFTER updates after it without a better
+# one (the split's baseline is itself an estimate: 256 sequences).
+PLATEAU_FRAC, PLATEAU_EARLY_FRAC, PLATEAU_EARLY_STEP, PLATEAU_AFTER = 0.95, 0.9, 500, 2000
+# A learning-rate pilot that chose an end of the grid (pilot_end) is flat when its best
+# validation losses span less than PILOT_FLAT x the validation baseline (the choice carries
+# nothing), levelling off when its last step toward the edge gains less than PILOT_STEP x it, and
+# still improving toward the edge otherwise: only then can a rate beyond the grid matter.
+PILOT_FLAT, PILOT_STEP = 0.05, 0.01
+# A max_steps run whose best validation loss came in the last BEST_STEP_FRACTION of its updates,
+# better by more than min_delta (relative) than its best before, is still improving.
+BEST_STEP_FRACTION = ss.CONV_FRACTION
 
 
 def _fmt(mu, ci, digits=2):
     return f"{mu:.{digits}f} ± {ci:.{digits}f}"
+
+
+def chance_level(data, task):
+    """(accuracy, name) of the predictor blind to the content for the tasks whose floor sees it:
+    copy memory 1/8 (memoryless: one of the 8 symbols), MQAR 1/n_values; else None."""
+    if task == "copy_memory":
+        return 1.0 / copy_n_memorize(data)[1], "memoryless chance 1/8"
+    if task == "mqar":
+        _, values = mqar_pairs(data)
+        return (1.0 / values, f"context-blind chance 1/{values}") if values else None
+    return None
 
 
 def floor_of(data, task, rows):
@@ -594,42 +693,194 @@ class TaskLevels:
     def state(self, model):
         """Convergence at the model's longest length: curve_state over its cells there."""
         L = self.arm_lengths(model)[-1]
-        return curve_state(self.data.steps, [r for r in self.rows if r["model"] == model and r["length"] == L])
+        return curve_state(self.data.steps, [r for r in self.rows if r["model"] == model and r["length"] == L],
+                           self.data.min_delta)
 
     def params_matched(self, a, b):
         """Parameter counts of models a and b within ±5 % at every length (None without rows)."""
         return params_matched(self.rows, a, b)
 
-    def plateau(self, model):
-        """Lengths at which every seed's final training loss is within 5 % of the baseline loss
-        (the model never left its initial plateau)."""
-        out = []
-        for L in self.lengths:
-            rs = [r for r in self.rows if r["model"] == model and r["length"] == L]
-            if rs and all(abs(r["final_train_loss"] / r["baseline_loss"] - 1) < 0.05 for r in rs
-                          if r["baseline_loss"] > 0):
-                out.append(int(L))
-        return out
+    def plateau(self, model, lengths=None):
+        """{length: (seeds on the plateau, seeds)} of `model` (on_plateau), at `lengths` (default
+        every length at which it has cells)."""
+        return plateau_counts([r for r in self.rows if r["model"] == model], "length",
+                              self.arm_lengths(model) if lengths is None else lengths)
 
 
-def curve_state(steps, cells):
+def on_plateau(r):
+    """Whether the run of main-table row r never left its baseline plateau: its best validation
+    loss is >= PLATEAU_FRAC x the validation split's baseline loss (the best predictor that
+    ignores the dependency), or >= PLATEAU_EARLY_FRAC x it with the best at update <=
+    PLATEAU_EARLY_STEP and >= PLATEAU_AFTER updates after it (early stopping's patience, or a run
+    going on without a better evaluation). Runs without validation columns: the last training
+    window's loss >= PLATEAU_FRAC x the CSV's baseline loss. A diverged run: False (its skill is
+    counted as 0 anyway)."""
+    if r["diverged"]:
+        return False
+    bv, vb = r.get("best_val_loss"), r.get("val_baseline_loss")
+    if bv is not None and vb is not None and vb > 0 and not math.isnan(bv):
+        if bv >= PLATEAU_FRAC * vb:
+            return True
+        bs, done = r.get("best_step"), r.get("steps_done")
+        return bool(bs is not None and done is not None and bv >= PLATEAU_EARLY_FRAC * vb
+                    and 0 <= bs <= PLATEAU_EARLY_STEP and done - bs >= PLATEAU_AFTER)
+    return r["baseline_loss"] > 0 and r["final_train_loss"] >= PLATEAU_FRAC * r["baseline_loss"]
+
+
+def plateau_counts(rows, key, values):
+    """{value: (runs on the plateau, runs)} of `rows` (one arm) at each of `values` of column
+    `key` (length or width) where the arm has rows."""
+    out = {}
+    for x in values:
+        rs = [r for r in rows if r[key] == x]
+        if rs:
+            out[x] = (sum(on_plateau(r) for r in rs), len(rs))
+    return out
+
+
+def plateau_text(label, counts, prefix=""):
+    """'RNN 5/5 at 64, 4/5 at 128' for the values with any run on the plateau, or ''."""
+    hit = [f"{k}/{n} at {prefix}{int(x)}" for x, (k, n) in counts.items() if k]
+    return f"{label} " + ", ".join(hit) if hit else ""
+
+
+PLATEAU_RULE = (f"never left the baseline plateau: best validation loss >= {PLATEAU_FRAC:g} x the validation "
+                f"split's baseline loss, or >= {PLATEAU_EARLY_FRAC:g} x it at update <= {PLATEAU_EARLY_STEP} with "
+                f">= {PLATEAU_AFTER} updates after it")
+
+
+def plateau_effect(v, label, counts, comparator_counts, comparator="Transformer", prefix="", trend=True):
+    """A part's verdict v with its arms' baseline plateaus (plateau_counts) written into it: the
+    cell (`label`) on its plateau in every run at every point compared -> inconclusive: floor
+    (nothing can fall); the comparator (the Transformer, which the claim says stays above) on its
+    plateau in any run -> a decided verdict becomes plain inconclusive, 'the comparator never left
+    its baseline plateau' (its trend then measures its training, not attention's reach); the cell
+    on its plateau in more runs at the last point than at the first -> the note 'the claim's own
+    evidence' (it learns at the first and stalls at the last); any other plateau -> the note.
+    trend False (one point, e.g. a trained gradient profile): the cell's plateau is a note only
+    (its trained profile is that of a model that did not learn the task)."""
+    cell_txt = plateau_text(label, counts, prefix)
+    comp_txt = plateau_text(comparator, comparator_counts, prefix)
+    if trend and counts and all(k == n for k, n in counts.values()) and v.kind not in (sv.CEILING, sv.FLOOR):
+        return sv.Verdict(sv.FLOOR, f"{label} never left its baseline plateau in any run at any point compared "
+                          f"({cell_txt})", test=v.test, effect=v.effect, margin=v.margin,
+                          checks=dict(v.checks, floor="yes"))
+    notes = []
+    if cell_txt:
+        xs = sorted(counts)
+        first, last = counts[xs[0]], counts[xs[-1]]
+        own = (" — the claim's own evidence: it leaves the plateau at the first point and stalls at the last"
+               if trend and last[0] / last[1] > first[0] / first[1] else
+               " (its trained profile is that of a model that did not learn the task)" if not trend else "")
+        notes.append(f"on the baseline plateau: {cell_txt}{own}")
+    if comp_txt and v.kind in (sv.HOLDS, sv.FAILS, sv.DEPENDS):
+        rest = "".join(f"; {n}" for n in notes)
+        return sv.Verdict(sv.INCONCLUSIVE, f"the comparator never left its baseline plateau ({comp_txt}): its trend "
+                          f"measures its training, not attention's reach; the interval alone would say {v.text}: "
+                          f"{v.reason}{rest}", test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
+    if comp_txt:
+        notes.append(f"on the baseline plateau: {comp_txt}")
+    if notes:
+        v.reason = "; ".join([v.reason] + notes)
+    return v
+
+
+def pilot_scores(data, task, model, length, width=0):
+    """({lr: best validation loss}, chosen lr, validation baseline, spread of the finite scores as a
+    fraction of that baseline (nan without two of them)) of the arm's learning-rate pilot, or
+    None without one. The pilot trains replicate 0, so the baseline is replicate 0's split's."""
+    rows = [r for r in data.pilot if r["task"] == task and r["model"] == model and r["length"] == length
+            and r["width"] == width]
+    chosen = [r["lr"] for r in rows if int(r["chosen"]) == 1]
+    if not rows or not chosen:
+        return None
+    s0 = min(r["seed"] for r in rows)
+    score = {r["lr"]: r["val_loss"] for r in rows if r["seed"] == s0}
+    cells = [r for r in data.main + data.wmain if r["task"] == task and r["model"] == model
+             and r["length"] == length and r["width"] == width]
+    c0 = min(cells, key=lambda r: r["seed"]) if cells else None
+    vb = c0.get("val_baseline_loss") if c0 else None
+    base = (vb if vb is not None and vb > 0 else c0["baseline_loss"]) if c0 else float("nan")
+    finite = [v for v in score.values() if not math.isnan(v)]
+    spread = (max(finite) - min(finite)) / base if base > 0 and len(finite) >= 2 else float("nan")
+    return score, chosen[0], base, spread
+
+
+def pilot_end(data, task, model, length, width=0):
+    """None, or (lr, 'top' | 'bottom', kind, detail) when the learning-rate pilot of the arm chose
+    an end of its grid: kind 'flat' (its best validation losses span < PILOT_FLAT x the
+    validation baseline), 'levelling' (the last step toward the edge gains < PILOT_STEP x it) or
+    'improving' (still improving toward the edge: a rate beyond it may be better); detail: the
+    scores as text. The pilot trains replicate 0, so its baseline is replicate 0's."""
+    p = pilot_scores(data, task, model, length, width)
+    if p is None:
+        return None
+    score, c, base, spread = p
+    grid = sorted(score)
+    if len(grid) < 2 or c not in (grid[0], grid[-1]):
+        return None
+    end, nb = ("top", grid[-2]) if c == grid[-1] else ("bottom", grid[1])
+    if math.isnan(spread):
+        return c, end, "improving", " (pilot not classified)"
+    gain = (score[nb] - score[c]) / base if not math.isnan(score[nb]) else float("inf")
+    kind = "flat" if spread < PILOT_FLAT else "levelling" if gain < PILOT_STEP else "improving"
+    what = {"flat": "flat", "levelling": "levelling off", "improving": "still improving"}
+    return c, end, kind, (f" (pilot {what[kind]}: span {100 * spread:.0f} %"
+                          + (f", last step {100 * gain:.1f} %" if kind != "flat" else "") + ")")
+
+
+def censor_arms(v, data, task, arms, width=0):
+    """seqlab_verdict.lr_censor on v for the compared arms [(label, model, length)]: the ones whose
+    pilot chose an end of the grid, blocking when the pilot is still improving toward the edge."""
+    out = []
+    for label, model, L in arms:
+        e = pilot_end(data, task, model, L, width)
+        if e is not None:
+            out.append((label, e[0], e[1], e[3], e[2] == "improving"))
+    return sv.lr_censor(v, out)
+
+
+def still_improving(curve, r, min_delta):
+    """Whether a max_steps run (main-table row r, its validation curve [(step, val_loss)]) is still
+    improving at its end: its best step lies in the last BEST_STEP_FRACTION of its updates, and
+    the best validation loss there is lower by more than min_delta (relative) than the best
+    before. False without best_step / steps_done or a validation curve."""
+    bs, done = r.get("best_step"), r.get("steps_done")
+    pts = [(x, y) for x, y in curve if not math.isnan(y)]
+    if bs is None or done is None or done <= 0 or not pts:
+        return False
+    cut = (1 - BEST_STEP_FRACTION) * done
+    before = [y for x, y in pts if x <= cut]
+    after = [y for x, y in pts if x > cut]
+    if bs <= cut or not before or not after:
+        return False
+    return min(after) < (1 - min_delta) * min(before)
+
+
+def curve_state(steps, cells, min_delta=0.01):
     """Whether the training curves of `cells` (main-table rows of one arm) still move at their end:
     a run that early stopping ended (stop_reason no_improvement: the validation loss stopped
     improving; solved: it fell below solved_loss x its baseline) counts as converged by that rule;
-    the curves of the others (max_steps, or runs without a stop_reason) go to
-    seqlab_stats.convergence on the training loss (scale: the baseline loss). 'flat', 'moving',
+    of the others (max_steps, or runs without a stop_reason), 'moving' when at least half are
+    still improving by their best step (still_improving, on the validation curve), else
+    seqlab_stats.convergence on their training loss (scale: the baseline loss). 'flat', 'moving',
     'unclear' or None (no curve)."""
     if not cells:
         return None
-    open_runs = {int(r["seed"]) for r in cells if r.get("stop_reason", "max_steps") in ("max_steps", "")}
+    open_runs = {int(r["seed"]): r for r in cells if r.get("stop_reason", "max_steps") in ("max_steps", "")}
     if not open_runs:
         return "flat"
     key = cells[0]
-    cur = defaultdict(list)
+    cur, val = defaultdict(list), defaultdict(list)
     for r in steps:
         if (r["task"] == key["task"] and r["model"] == key["model"] and r["length"] == key["length"]
                 and r["width"] == key["width"] and int(r["seed"]) in open_runs):
             cur[int(r["seed"])].append((r["step"], r["train_loss"]))
+            if "val_loss" in r:
+                val[int(r["seed"])].append((r["step"], r["val_loss"]))
+    improving = [s for s, r in open_runs.items() if still_improving(val.get(s, []), r, min_delta)]
+    if improving and 2 * len(improving) >= len(open_runs):
+        return "moving"
     base = key["baseline_loss"]
     if not cur or not base > 0:
         return None
@@ -668,7 +919,46 @@ def trend_part(lv, model):
                        "t over seeds")
     if len(Ls) < 2:
         v.kind, v.reason = sv.INCONCLUSIVE, f"one length ({int(Ls[0])}): no trend over lengths"
-    return v
+    v = plateau_effect(v, LABELS[model], lv.plateau(model, Ls), lv.plateau("transformer_decoder", Ls))
+    if model in LONG.values():
+        v.reason += "; " + untuned_text(lv.data, lv.task, model, Ls)
+    tuned = [] if model in LONG.values() else [(f"{LABELS[model]} at {int(L)}", model, L) for L in Ls]
+    return censor_arms(v, lv.data, lv.task, tuned + [(f"Transformer at {int(L)}", "transformer_decoder", L)
+                                                     for L in Ls])
+
+
+def untuned_text(data, task, arm, lengths):
+    """The note of a _long arm: one fixed rate for every _long arm, no per-arm pilot; with how
+    much its early-stopped arm's pilot at those lengths spread (pilot_scores)."""
+    base = next(m for m, a in LONG.items() if a == arm)
+    spreads = []
+    for L in lengths:
+        p = pilot_scores(data, task, base, L)
+        if p is not None and not math.isnan(p[3]):
+            spreads.append(f"{100 * p[3]:.0f} % at {int(L)}")
+    lr = f"long_lr = {data.long_lr:g}" if isinstance(data.long_lr, (int, float)) else "long_lr"
+    return (f"{LABELS[arm]} untuned: one fixed rate for every _long arm ({lr}, no per-arm pilot), while the "
+            f"Transformer's rate comes from its pilot" +
+            (f"; {LABELS[base]}'s 1000-update pilot scores span " + ", ".join(spreads) + " of the baseline"
+             if spreads else ""))
+
+
+def task_arms(data, lv):
+    """Per recurrent cell, the arm its part is decided on: its _long arm (no early stopping) where
+    the task has one and at the _long arm's lengths at least half of the cell's early-stopped runs
+    were ended by the patience (stop_reason no_improvement) on their baseline plateau (on_plateau),
+    the runs the _long arm exists for; else its early-stopped (tuned) cells at every length."""
+    out = []
+    for m in [x for x in RECURRENT if x in data.models]:
+        a = LONG[m]
+        if a in data.models and lv.arm_lengths(a):
+            rs = [r for r in lv.rows if r["model"] == m and r["length"] in lv.arm_lengths(a)]
+            cut = [r for r in rs if r.get("stop_reason") == "no_improvement" and on_plateau(r)]
+            if rs and 2 * len(cut) >= len(rs):
+                out.append(a)
+                continue
+        out.append(m)
+    return out
 
 
 def task_verdict(data, task):
@@ -701,24 +991,22 @@ def task_verdict(data, task):
     span = "distance" if task == "copy_memory" else f"distance within length {int(Lmax)}"
     ds_all = sorted(distance_series(data, task, "transformer_decoder")[0])
     base = next(r[base_key] for r in lv.rows if r["length"] == Lmax)
+    chance = chance_level(data, task)
     floor_txt = (f"baseline MSE {base:.4g}" if task == "adding" else
-                 f"{lv.floor_name} baseline {lv.floor:.4g}" + (f" (context-blind chance {base:.4g})"
-                                                                if lv.floor_name != "chance" else ""))
-    plateaus = [f"{LABELS[m]} at length {', '.join(map(str, lv.plateau(m)))}" for m in RECURRENT
-                if m in data.models and lv.plateau(m)]
+                 f"{lv.floor_name} baseline {lv.floor:.4g}"
+                 + (f"; {chance[1]} {chance[0]:.4g}" if chance else "")
+                 + (f"; the CSV's baseline_accuracy {base:.4g}" if abs(base - lv.floor) > 1e-6 else ""))
+    arms = task_arms(data, lv)
+    plateaus = [t for t in (plateau_text(LABELS[m], lv.plateau(m)) for m in arms + ["transformer_decoder"]) if t]
     at_max = {m: next((x for x in lv.rows if x["model"] == m and x["length"] == Lmax), None) for m in data.models}
     params = ", ".join(f"{LABELS[m]} {int(r['n_params'])}" for m, r in at_max.items() if r is not None)
     measured = (f"{metric_name} at length {int(Lmax)} (mean ± 95% CI over {len(data.seeds)} seeds; {floor_txt}): "
                 + ", ".join(parts_txt) + f" (parameters {params})" + f". Skill (0 = baseline, 1 = perfect) at lengths "
                 + ", ".join(str(int(L)) for L in lv.lengths) + ": " + skill_txt
-                + (". Never left the initial plateau (final training loss within 5 % of the baseline): "
+                + (f". Runs that {PLATEAU_RULE} (of the compared arms, runs per length): "
                    + "; ".join(plateaus) if plateaus else "")
                 + (f". Against {span}, d = {ds_all[0]:g} -> {ds_all[-1]:g}: " + ", ".join(curve) if ds_all else "")
                 + training_text(data, lv.rows, Lmax))
-    # Each recurrent cell's part on its _long arm where the task has one (no early stopping: a run
-    # on its plateau is not cut off by the patience), else on the early-stopped cells.
-    arms = [LONG[m] if LONG[m] in data.models and lv.arm_lengths(LONG[m]) else m
-            for m in RECURRENT if m in data.models]
     parts = [(LABELS[a], trend_part(lv, a)) for a in arms]
     v = sv.combine(parts, condition="the recurrent cell")
     rule = (f"skill = (accuracy − b)/(1 − b), b the best predictor that ignores the dependency ({lv.floor_name}"
@@ -730,8 +1018,17 @@ def task_verdict(data, task):
               f"inconclusive: ceiling if the cell's skill is within {LEVEL_MARGIN:g} of 1 at every length (its "
               f"fall cannot show), floor if the cell's or the Transformer's is within {LEVEL_MARGIN:g} of 0 (or "
               "below) at every length; not converged if the training loss at the longest length is still "
-              "falling (last 20 % of the steps, 5 % of the baseline loss) for the arm that could close the gap; "
-              "combined over RNN, LSTM and GRU ('depends on the recurrent cell' when some hold and some fail)")
+              "falling (last 20 % of the steps, 5 % of the baseline loss) or at least half of the runs that reached "
+              f"max_steps have their best validation loss in the last {100 * BEST_STEP_FRACTION:.0f} % of their updates, "
+              "better by more than min_delta than before, for the arm that could close the gap; "
+              f"baseline plateau: a run {PLATEAU_RULE}; a cell on it in every run at every length: floor; the "
+              "Transformer on it in any run: a decided part becomes inconclusive; lr censored: a compared arm's pilot "
+              f"at an end of lr_grid and still improving toward it (scores spanning >= {100 * PILOT_FLAT:.0f} % of the "
+              f"baseline, last step >= {100 * PILOT_STEP:.0f} %) makes a decided part inconclusive, a flat or levelling "
+              "one is listed; each cell is decided on its _long arm (no early stopping, one fixed rate) where the task "
+              "has one and at least half of its early-stopped runs at those lengths ended on their plateau by the "
+              "patience, else on its tuned cells; combined over RNN, LSTM and GRU ('depends on the recurrent cell' "
+              "when some hold and some fail)")
     claim = (f"{TASK_TITLES[task]}: recurrent models fall to the baseline as the dependency length grows "
              "(even the LSTM) while the Transformer stays above it")
     return v.row(claim=claim, measured=measured, anchor=ANCHORS[task], rule=rule)
@@ -749,9 +1046,11 @@ def grad_rate(points):
 
 
 def grad_rates(data, task, length):
-    """{(model, phase): {seed: decay rate (decades per step)}} of the cells of `task` at `length`."""
+    """{(model, phase): {seed: decay rate (decades per step)}} of the cells of `task` at `length`,
+    from Data.cell_grad's rows (every position when the cell files are there)."""
+    rows, _ = data.cell_grad()
     prof = defaultdict(list)
-    for r in data.grad:
+    for r in rows:
         if r["task"] == task and r["length"] == length:
             prof[(r["model"], r["phase"], int(r["seed"]))].append((r["steps_before_end"], r["relative_grad_norm"]))
     out = defaultdict(dict)
@@ -760,40 +1059,67 @@ def grad_rates(data, task, length):
     return out
 
 
+# The tasks of the gradient verdict. MQAR is left out: its loss sits on the P query positions,
+# spread through the sequence, so the steps before the last position are not the distance from
+# the loss (grad_verdict's measured text says so).
+GRAD_TASKS = ["copy_memory", "adding", "distance_probe"]
+GRAD_SHORT = {"copy_memory": "copy memory", "adding": "adding", "distance_probe": "probe"}
+
+
 def grad_verdict(data):
-    task = "distance_probe" if "distance_probe" in data.tasks else data.tasks[-1]
-    L = data.longest(task)
-    rates = grad_rates(data, task, L)
-    if ("lstm", "init") not in rates or ("transformer_decoder", "init") not in rates:
-        raise st.DataError(f"{data.paths['grad']}: task {task} needs lstm and transformer_decoder rows")
-    dmax = int(max(r["steps_before_end"] for r in data.grad if r["task"] == task and r["length"] == L))
-    parts_txt = []
-    for phase in ["init", "trained"]:
-        ps = []
-        for m in data.models:
-            if (m, phase) in rates:
-                e = ss.mean_interval(list(rates[(m, phase)].values()))
-                ps.append(f"{LABELS[m]} {e.fmt(2)}")
-        parts_txt.append(("at initialisation: " if phase == "init" else "after training: ") + ", ".join(ps))
-    measured = (f"{TASK_TITLES[task]}, length {int(L)}: decay rate of ‖∂L/∂x_t‖ with the distance d = 1 … {dmax} "
-                f"from the loss (minus the OLS slope of log10 of the norm against d, decades per step), "
-                f"mean [95% CI] over {len(data.seeds)} seeds; " + "; ".join(parts_txt) +
-                " (LSTM: forget-gate bias 0, gate ≈ σ(0) = 0.5 per step at initialisation; LSTM fb1: bias 1, "
-                "gate ≈ σ(1) = 0.73)")
-    parts = []
-    rows = [r for r in data.main if r["task"] == task]
-    for phase in ["init", "trained"]:
-        if ("transformer_decoder", phase) not in rates:
-            continue
-        for m in RECURRENT:
-            if (m, phase) not in rates:
+    """Per task of GRAD_TASKS at its longest length, per recurrent cell (the arm its task verdict
+    is decided on: task_arms) and phase: the paired difference of decay rates, cell − Transformer;
+    after training with the arms' plateaus (plateau_effect) and censored rates (censor_arms)
+    written in; combined over tasks, phases and cells."""
+    tasks = [t for t in GRAD_TASKS if t in data.tasks]
+    if not tasks:
+        raise st.DataError(f"{data.paths['grad']}: none of the tasks {', '.join(GRAD_TASKS)}")
+    rows_all, source = data.cell_grad()
+    texts, parts, dmaxes = [], [], {}
+    for task in tasks:
+        L = data.longest(task)
+        rates = grad_rates(data, task, L)
+        if ("lstm", "init") not in rates or ("transformer_decoder", "init") not in rates:
+            raise st.DataError(f"{data.paths['grad']}: task {task} needs lstm and transformer_decoder rows")
+        dmax = int(max(r["steps_before_end"] for r in rows_all if r["task"] == task and r["length"] == L))
+        dmaxes[task] = dmax
+        ph_txt = []
+        for phase in ["init", "trained"]:
+            ps = [f"{LABELS[m]} {ss.mean_interval(list(rates[(m, phase)].values())).fmt(2)}"
+                  for m in data.models if (m, phase) in rates]
+            ph_txt.append(("at initialisation: " if phase == "init" else "after training: ") + ", ".join(ps))
+        texts.append(f"{TASK_TITLES[task]}, length {int(L)} (d = 1 … {dmax}): " + "; ".join(ph_txt))
+        lv = TaskLevels(data, task)
+        rows = lv.rows
+        t_plat = lv.plateau("transformer_decoder", [L])
+        for phase in ["init", "trained"]:
+            if ("transformer_decoder", phase) not in rates:
                 continue
-            eff = ss.paired_difference(rates[(m, phase)], rates[("transformer_decoder", phase)],
-                                       what=f"decay rate, {LABELS[m]} − Transformer ({phase})")
-            parts.append((f"{LABELS[m]} {'at initialisation' if phase == 'init' else 'after training'}",
-                          sv.decide(eff, GRAD_MARGIN, sv.GREATER, unit="decades per step",
-                                    controls=params_matched(rows, "transformer_decoder", m))))
-    v = sv.combine(parts, condition="the training phase and the recurrent cell")
+            for m in task_arms(data, lv):
+                if (m, phase) not in rates:
+                    continue
+                eff = ss.paired_difference(rates[(m, phase)], rates[("transformer_decoder", phase)],
+                                           what=f"decay rate, {LABELS[m]} − Transformer ({phase}, {task})")
+                v = sv.decide(eff, GRAD_MARGIN, sv.GREATER, unit="decades per step",
+                              controls=params_matched(rows, "transformer_decoder", m))
+                if phase == "trained":
+                    v = plateau_effect(v, LABELS[m], lv.plateau(m, [L]), t_plat, trend=False)
+                    if m in LONG.values():
+                        v.reason += "; " + untuned_text(data, task, m, [L])
+                    tuned = [] if m in LONG.values() else [(f"{LABELS[m]} at {int(L)}", m, L)]
+                    v = censor_arms(v, data, task, tuned + [(f"Transformer at {int(L)}", "transformer_decoder", L)])
+                parts.append((f"{LABELS[m]} {'at initialisation' if phase == 'init' else 'after training'} "
+                              f"({GRAD_SHORT[task]})", v))
+    left_out = (". MQAR is left out: its loss sits on the P query positions, spread through the sequence, so the "
+                "steps before the last position are not the distance from the loss" if "mqar" in data.tasks else "")
+    measured = ("Decay rate of ‖∂L/∂x_t‖ with the distance d from the loss (minus the OLS slope of log10 of the "
+                f"norm against d over d >= 1, decades per step), mean [95% CI] over {len(data.seeds)} seeds, from "
+                f"{source}, per task at its longest length: " + ". ".join(texts) +
+                " (LSTM: forget-gate bias 0, gate ≈ σ(0) = 0.5 per step at initialisation; LSTM fb1: bias 1, "
+                "gate ≈ σ(1) = 0.73)" + left_out)
+    v = sv.combine(parts, condition="the task, the training phase and the recurrent cell")
+    d_txt = ", ".join(f"{GRAD_MARGIN * d:.2g} decades over the {d} steps of the {GRAD_SHORT[t]}"
+                      for t, d in dmaxes.items())
     return v.row(
         claim="vanishing gradients: the gradient reaching a distant input decays exponentially with the "
               "distance through a recurrence (even with LSTM gates, forget-gate bias 0 or 1), not through "
@@ -802,10 +1128,14 @@ def grad_verdict(data):
         anchor="Bengio, Simard & Frasconi 1994; Hochreiter & Schmidhuber 1997: exponential decay of "
                "‖∂L/∂x_t‖ with distance in recurrent networks; Gers et al. 2000, Jozefowicz et al. 2015: "
                "forget-gate bias 1 (no single number)",
-        rule=f"per recurrent cell and phase (initialisation, after training): the paired per-seed difference of "
-             f"decay rates (decades per step), cell − Transformer, against +{GRAD_MARGIN:g} decades per step "
-             f"(= {GRAD_MARGIN * dmax:.2g} decades over the {dmax} steps; holds if beyond, fails if within "
-             f"±{GRAD_MARGIN:g} or below); combined over cells and phases ('depends on' when some hold and some fail)")
+        rule=f"per task (copy memory, adding, probe; at its longest length), recurrent cell (the arm its task verdict "
+             f"is decided on: the _long arm or the tuned cells) and phase (initialisation, after training): the paired "
+             f"per-seed difference of decay rates (decades per step), cell − Transformer, against +{GRAD_MARGIN:g} "
+             f"decades per step (= {d_txt}; holds if beyond, fails if within ±{GRAD_MARGIN:g} or below); after "
+             f"training, a run that {PLATEAU_RULE} is named (the Transformer on it in any run: a decided part becomes "
+             "inconclusive), and a compared arm's pilot at an end of lr_grid still improving toward it makes a decided "
+             "part inconclusive (lr censored); combined over tasks, cells and phases ('depends on' when some hold "
+             "and some fail)")
 
 
 def training_text(data, rows, length):
@@ -859,6 +1189,22 @@ def slope_decision(effect, unit, model, means, **moving):
                      **moving)
 
 
+def n_heads(data):
+    """The Transformer's head count (meta.json's n_heads; 2 without it)."""
+    cfg = data.meta.get("config", {}) if isinstance(data.meta, dict) else {}
+    return int(cfg.get("n_heads", 2))
+
+
+def censor_arms_width(v, data, length, arms):
+    """censor_arms for the width study: arms [(label, model, width)] of MQAR at `length`."""
+    out = []
+    for label, model, w in arms:
+        e = pilot_end(data, "mqar", model, length, w)
+        if e is not None:
+            out.append((label, e[0], e[1], e[3], e[2] == "improving"))
+    return sv.lr_censor(v, out)
+
+
 def width_verdict(data):
     """Arora et al.'s MQAR claim on the width study (mqar at one length, widths x pair counts):
     attention solves it at every width; recurrent models need a width growing with the pairs."""
@@ -878,20 +1224,30 @@ def width_verdict(data):
     params = "; ".join(f"{LABELS[m]} " + "/".join(
         str(int(next(r["n_params"] for r in data.wmain if r["model"] == m and int(r["width"]) == w))) for w in widths)
         for m in models)
-    measured = (f"MQAR at length {length}, widths {', '.join(map(str, widths))} (H, or d_model), pair counts "
+    measured = (f"MQAR at length {length}, widths {', '.join(map(str, widths))} (H, or d_model; the Transformer's "
+                f"head size {', '.join(str(w // max(1, n_heads(data))) for w in widths)}), pair counts "
                 f"{', '.join(map(str, pairs))} (key-agnostic levels " + ", ".join(f"{base[P]:.3f}" for P in pairs)
                 + f"), {len(data.seeds)} seeds: skill at P = {'/'.join(map(str, pairs))} per width: " + table
                 + f". Parameters per width: {params}" + (f". Learning rates (pilot per width): {lrs}" if lrs else ""))
-    state = lambda m, w: curve_state(data.wsteps, [r for r in data.wmain if r["model"] == m and int(r["width"]) == w])  # noqa: E731,E501
+    state = lambda m, w: curve_state(data.wsteps, [r for r in data.wmain if r["model"] == m and int(r["width"]) == w],  # noqa: E731,E501
+                                     data.min_delta)
+    plat = lambda m, ws: plateau_counts([r for r in data.wmain if r["model"] == m], "width", ws)  # noqa: E731
+    wlab = lambda m, ws: [(f"{LABELS[m]} at width {w}", m, w) for w in ws]  # noqa: E731
+    cens = lambda v, arms: censor_arms_width(v, data, length, arms)  # noqa: E731
     parts = []
     if "transformer_decoder" in models:
         for w in widths:
             vals = sk.get(("transformer_decoder", w, pairs[-1]), {})
             e = ss.mean_interval([v - (1 - LEVEL_MARGIN) for v in vals.values()],
                                  what=f"skill − {1 - LEVEL_MARGIN:g}, Transformer at width {w}, P = {pairs[-1]}")
-            parts.append((f"Transformer solves P = {pairs[-1]} at width {w}",
-                          sv.decide(e, 0.0, sv.GREATER, moving_up=state("transformer_decoder", w),
-                                    test=f"t interval over seeds of skill at the largest P, against {1 - LEVEL_MARGIN:g}")))
+            t_means = [mean(("transformer_decoder", w, P)) for P in pairs]
+            v = sv.decide(e, 0.0, sv.GREATER, moving_up=state("transformer_decoder", w),
+                          floor=sv.at_floor(t_means, 0.0, LEVEL_MARGIN), level_margin=LEVEL_MARGIN,
+                          levels=f"Transformer skill at width {w}: " + ", ".join(f"{x:.2f}" for x in t_means)
+                          + f" at P = {', '.join(map(str, pairs))}",
+                          test=f"t interval over seeds of skill at the largest P, against {1 - LEVEL_MARGIN:g}")
+            v = plateau_effect(v, "Transformer", plat("transformer_decoder", [w]), {}, prefix="width ")
+            parts.append((f"Transformer solves P = {pairs[-1]} at width {w}", cens(v, wlab("transformer_decoder", [w]))))
     for m in [x for x in RECURRENT if x in models]:
         w0, w1 = widths[0], widths[-1]
         pts = lambda model, w: {s: [(math.log2(P), sk[(model, w, P)][s]) for P in pairs if s in sk.get((model, w, P), {})]  # noqa: E731,E501
@@ -899,16 +1255,19 @@ def width_verdict(data):
         if "transformer_decoder" in models and len(pairs) >= 2:
             e = ss.trend_difference(pts("transformer_decoder", w0), pts(m, w0),
                                     what=f"slope(Transformer) − slope({LABELS[m]}) of skill per doubling of P, width {w0}")
+            v = slope_decision(e, "skill per doubling of P", m, [mean((m, w0, P)) for P in pairs],
+                               moving_down=state(m, w0))
+            v = plateau_effect(v, LABELS[m], plat(m, [w0]), plat("transformer_decoder", [w0]), prefix="width ")
             parts.append((f"{LABELS[m]} falls with the pairs at width {w0}",
-                          slope_decision(e, "skill per doubling of P", m, [mean((m, w0, P)) for P in pairs],
-                                         moving_down=state(m, w0))))
+                          cens(v, wlab(m, [w0]) + wlab("transformer_decoder", [w0]))))
         if len(widths) >= 2:
             wp = {s: [(math.log2(w), sk[(m, w, pairs[-1])][s]) for w in widths if s in sk.get((m, w, pairs[-1]), {})]
                   for s in data.seeds}
             e = ss.trend(wp, what=f"slope of {LABELS[m]}'s skill per doubling of the width, P = {pairs[-1]}")
-            parts.append((f"{LABELS[m]} rises with the width at P = {pairs[-1]}",
-                          slope_decision(e, "skill per doubling of the width", m,
-                                         [mean((m, w, pairs[-1])) for w in widths], moving_up=state(m, w1))))
+            v = slope_decision(e, "skill per doubling of the width", m, [mean((m, w, pairs[-1])) for w in widths],
+                               moving_up=state(m, w1))
+            v = plateau_effect(v, LABELS[m], plat(m, widths), {}, prefix="width ")
+            parts.append((f"{LABELS[m]} rises with the width at P = {pairs[-1]}", cens(v, wlab(m, widths))))
     v = sv.combine(parts, condition="the model and the part")
     return v.row(
         claim="MQAR as Zoology measures it: attention solves it at every width; recurrent models need a width "
@@ -920,7 +1279,11 @@ def width_verdict(data):
              f"against log2 P, Transformer − model, above +{SLOPE_MARGIN:g} per doubling (its gap to attention "
              f"grows with the pairs), and (b) at the largest P the per-seed slope of skill against log2 width above "
              f"+{SLOPE_MARGIN:g} per doubling (width helps); ceiling / floor when the model's skill is within "
-             f"{LEVEL_MARGIN:g} of 1 / 0 at every point compared; combined over the parts")
+             f"{LEVEL_MARGIN:g} of 1 / 0 at every point compared (the Transformer: at every P at that width); a run "
+             f"that {PLATEAU_RULE}: a model on it in every run at every width compared is at the floor, the "
+             "Transformer on it in any run makes a decided comparison with it inconclusive; a compared arm's pilot "
+             "at an end of lr_grid still improving toward it makes a decided part inconclusive (lr censored); "
+             "combined over the parts")
 
 
 def verdicts(results_dir):

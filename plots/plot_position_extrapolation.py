@@ -762,19 +762,11 @@ def lr_censored(d, task, encodings):
 
 
 def censor(v, d, task, encodings):
-    """The artifact check 'lr censored': when a compared arm's pilot chose an end of the grid, a
-    decided verdict (holds, fails, depends on) becomes inconclusive with the reason 'lr censored'
-    (the decision it would have had kept in the reason); an undecided one gets the note."""
-    cens = lr_censored(d, task, encodings)
-    if not cens:
-        return v
-    note = "lr censored: " + ", ".join(f"{e} chose {lr:g}, the {end} of lr_grid" for e, lr, end in cens) + \
-           " (its tuned rate may lie outside the grid)"
-    if v.kind in (sv.HOLDS, sv.FAILS, sv.DEPENDS):
-        return sv.Verdict(sv.INCONCLUSIVE, f"{note}; the interval alone would say {v.text}: {v.reason}",
-                          test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
-    v.reason = f"{v.reason}; {note}"
-    return v
+    """The artifact check 'lr censored' (seqlab_verdict.lr_censor): when a compared arm's pilot
+    chose an end of the grid, a decided verdict (holds, fails, depends on) becomes inconclusive
+    with the reason 'lr censored' (the decision it would have had kept in the reason); an
+    undecided one gets the note. Every censored arm counts (the pilots are not classified)."""
+    return sv.lr_censor(v, [(e, lr, end, "", True) for e, lr, end in lr_censored(d, task, encodings)])
 
 
 def per_ratio_text(d, task, a_enc, b_enc, mode, ratios, unit):

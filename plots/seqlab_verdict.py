@@ -16,7 +16,8 @@ them. A verdict is one of KINDS:
                                 steps);
   inconclusive                  the interval straddles the margin (the reason names it), or there
                                 are fewer than MIN_SEEDS paired seeds, or the caller names another
-                                reason (lr censored, underpowered); the report's glance tables show
+                                reason (lr censored: lr_censor; underpowered; the comparator never
+                                left its baseline plateau); the report's glance tables show
                                 the reason's name beside it (why_inconclusive);
   depends on …                  the data show a condition: the claim holds at one setting and fails
                                 (or is equivalent) at another;
@@ -301,6 +302,7 @@ def combine(parts, condition=None, test=None, margin=None):
 # reason: (what the reason text contains, the name the report shows).
 INCONCLUSIVE_REASONS = (
     ("lr censored", "lr censored"),
+    ("comparator never left its baseline plateau", "comparator on its plateau"),
     ("underpowered", "underpowered"),
     ("replicate(s); the rule needs", "too few seeds"),
     ("straddles", "interval straddles the margin"),
@@ -339,6 +341,34 @@ def counts(rows):
     if n[BY_CONSTRUCTION]:
         out += f"; {BY_CONSTRUCTION} {n[BY_CONSTRUCTION]} (shown, not counted as evidence)"
     return out
+
+
+def lr_censor(v, censored):
+    """The artifact check 'lr censored' on verdict v. censored: [(arm, lr, end, detail, blocks)]
+    for the compared arms whose learning-rate pilot chose an end of the grid (end 'top' or
+    'bottom'; detail: text after the entry, e.g. the pilot's scores; blocks: whether the choice
+    can matter, i.e. the pilot is informative or not classified). A decided verdict (holds,
+    fails, depends on) with a blocking arm becomes plain inconclusive with the reason 'lr
+    censored: …' and what the interval alone would say; an undecided one gets the note. Arms
+    that do not block (a flat pilot, or one levelling off at the edge) are listed apart, without
+    the words 'lr censored', so why_inconclusive does not name them."""
+    if not censored:
+        return v
+    entry = lambda c: f"{c[0]} chose {c[1]:g}, the {c[2]} of lr_grid{c[3]}"  # noqa: E731
+    block = [c for c in censored if c[4]]
+    other = [c for c in censored if not c[4]]
+    notes = []
+    if block:
+        notes.append("lr censored: " + ", ".join(entry(c) for c in block) +
+                     " (its tuned rate may lie outside the grid)")
+    if other:
+        notes.append("at an end of lr_grid without consequence: " + ", ".join(entry(c) for c in other))
+    if block and v.kind in (HOLDS, FAILS, DEPENDS):
+        rest = f"; {notes[1]}" if len(notes) > 1 else ""
+        return Verdict(INCONCLUSIVE, f"{notes[0]}; the interval alone would say {v.text}: {v.reason}{rest}",
+                       test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
+    v.reason = "; ".join([v.reason] + notes) if v.reason else "; ".join(notes)
+    return v
 
 
 # What a plot module's optional beyond_this_machine() returns, one dict per sub-claim that this

@@ -20,14 +20,21 @@ the gradient rule on decay rates (recurrent profiles falling 0.2 decades per ste
 Transformer: "holds"; a flat trained LSTM: "depends on the training phase and the recurrent
 cell"); the width rule (a Transformer solving every width and an LSTM that falls with the pairs
 and rises with the width: "holds"; an LSTM solving everything at every width: it "fails" for the
-LSTM); fewer than 3 seeds: "inconclusive"; a CSV without one of its columns makes the script exit
+LSTM; a Transformer at the key-agnostic level or on its plateau at a width: that part is the floor);
+the baseline-plateau rule (the Transformer on it in one run: "inconclusive", named; a cell on it
+everywhere: its part the floor; a cell stalling at the longer lengths: the note), lr censored (a
+pilot still improving toward the grid's end: "inconclusive" (lr censored); a flat one: listed),
+the best-step convergence rule, the choice of the _long arm and its "untuned" note, the gradient
+rule per task with MQAR left out and the cell files' full rows preferred; fewer than 3 seeds: "inconclusive"; a CSV without one of its columns makes the script exit
 2 naming the column and verdicts() raise DataError; a missing CSV likewise; the committed quick run
 of the old schema (no width, pilot or stop columns) still reads. Exit status 0 when every check
 passes.
 """
 import contextlib
 import io
+import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -40,6 +47,7 @@ SCRIPT = plot_script("long_range_recall")
 FIXTURE = fixture_dir("long_range_recall")
 plot = import_plots_module("plot_long_range_recall")
 st = import_plots_module("seqlab_style")
+sv = import_plots_module("seqlab_verdict")
 
 NAME = "long_range_recall"
 FIGURES = [NAME + s for s in ("_distance", "_length", "_grad_norms", "_attention", "_curves", "_copy_curves",
@@ -103,6 +111,35 @@ def set_by_length(path, task, column, values):
     edit(path, lambda d: d["task"] == task and d["model"] in values, column, val)
 
 
+def neutral(res):
+    """Makes the fixture's runs leave their plateau (best validation loss 1 % of a validation
+    baseline of 1, best at update 100 of 150) and its pilots flat (equal scores), so that the rules
+    under test decide alone."""
+    main_csv = table_path(res, "")
+    edit(main_csv, lambda d: True, "val_baseline_loss", 1.0)
+    edit(main_csv, lambda d: True, "best_val_loss", 0.01)
+    edit(main_csv, lambda d: True, "best_step", 100)
+    edit(table_path(res, "_lr_pilot"), lambda d: True, "val_loss", 1.0)
+
+
+def cell_grad_files(res, value):
+    """Writes RESULTS_DIR/cells/all.json, one cell file holding every row of the merged grad_norms
+    CSV, with relative_grad_norm = value(row) where that is not None: the cell files' full rows."""
+    rows = read_rows(table_path(res, "_grad_norms"))
+    h = rows[0]
+    out = []
+    for r in rows[1:]:
+        d = dict(zip(h, r))
+        v = value(d)
+        if v is not None:
+            r = list(r)
+            r[h.index("relative_grad_norm")] = repr(v)
+        out.append(r)
+    os.makedirs(os.path.join(res, "cells"), exist_ok=True)
+    with open(os.path.join(res, "cells", "all.json"), "w") as f:
+        json.dump({"tables": {"grad_norms": {"columns": h, "rows": out}}}, f)
+
+
 def verdict_of(res, prefix):
     rows = plot.verdicts(res)
     for r in rows:
@@ -150,6 +187,7 @@ def main():
         res = fresh(FIXTURE, tmp, "rules")
         add_lengths(res, [24, 48])
         main_csv = table_path(res, "")
+        neutral(res)
         fall = {L0: 1.0, 24: 0.7, 48: 0.4}
         top = {L0: 1.0, 24: 1.0, 48: 1.0}
         set_by_length(main_csv, "distance_probe", "test_accuracy",
@@ -193,28 +231,124 @@ def main():
         got = verdict_of(res, "adding problem")
         check(got == "holds", f"adding: Transformer MSE 0, recurrent rising to the baseline: holds (got {got})")
 
+        # The plateau, censoring, convergence and arm rules on the probe, from the 'holds' setting.
+        res2 = fresh(FIXTURE, tmp, "rules2")
+        add_lengths(res2, [24, 48])
+        neutral(res2)
+        m2 = table_path(res2, "")
+        set_by_length(m2, "distance_probe", "test_accuracy",
+                      {"transformer_decoder": top, "rnn": fall, "lstm": fall, "lstm_fb1": fall, "gru": fall})
+        edit(table_path(res2, "_steps"), lambda d: True, "train_loss", lambda d: 0.5)
+        prow = lambda: [x for x in plot.verdicts(res2) if x["claim"].startswith(probe)][0]  # noqa: E731
+        check(prow()["verdict"] == "holds", f"rules2 starts from holds (got {prow()['verdict']})")
+        at = lambda m, L=None: (lambda d: d["task"] == "distance_probe" and d["model"] == m  # noqa: E731
+                                and (L is None or d["length"] == str(L)))
+        # (a) The Transformer on its baseline plateau in one run at 24: every decided part rests on a
+        # comparator that never learned: inconclusive, named.
+        edit(m2, lambda d: at("transformer_decoder", 24)(d) and d["seed"] == "0", "best_val_loss", 0.97)
+        got = prow()
+        check(got["kind"] == "inconclusive" and sv.why_inconclusive(got) == "comparator on its plateau"
+              and "Transformer 1/3 at 24" in got["reason"],
+              f"Transformer on its plateau in one run: inconclusive (got {got['verdict']}: {got['reason'][:300]})")
+        edit(m2, at("transformer_decoder"), "best_val_loss", 0.01)
+        # (b) The GRU on its plateau in every run at every length (best validation loss at 95 % of the
+        # baseline): its part is the floor, whatever its accuracy says.
+        edit(m2, at("gru"), "best_val_loss", 0.95)
+        got = prow()
+        check("GRU: inconclusive: floor (GRU never left its baseline plateau in any run" in got["reason"],
+              f"GRU on its plateau everywhere: floor (got {got['verdict']}: {got['reason'][:400]})")
+        # ... or at 90 % of it, best by update 500 and 2000 updates after it.
+        edit(m2, at("gru"), "best_val_loss", 0.91)
+        check("GRU: inconclusive: floor" not in prow()["reason"], "91 % of the baseline at update 100 of 150: left it")
+        edit(m2, at("gru"), "steps_done", 2500)
+        check("GRU: inconclusive: floor" in prow()["reason"], "91 %, best at 100, 2400 updates after: plateau")
+        edit(m2, at("gru"), "steps_done", 150)
+        edit(m2, at("gru"), "best_val_loss", 0.01)
+        # (c) The RNN on its plateau at 24 and 48 only: still holds, with the note.
+        edit(m2, lambda d: at("rnn")(d) and d["length"] != str(L0), "best_val_loss", 1.2)
+        got = prow()
+        check(got["verdict"] == "holds" and "RNN 3/3 at 24, 3/3 at 48 — the claim's own evidence" in got["reason"],
+              f"RNN stalling at the longer lengths: holds, the claim's own evidence (got {got['reason'][:300]})")
+        # (d) The GRU's pilot at 48 chose the grid's top and was still improving toward it (scores 2
+        # and 1 against a baseline of 1): its part is inconclusive, lr censored; a flat pilot there is
+        # listed without consequence.
+        pil = table_path(res2, "_lr_pilot")
+        g48 = lambda d: at("gru", 48)(d)  # noqa: E731
+        edit(pil, g48, "chosen", lambda d: int(float(d["lr"]) == 0.01))
+        edit(pil, g48, "val_loss", lambda d: 1.0 if float(d["lr"]) == 0.01 else 2.0)
+        got = prow()
+        check(got["verdict"] == "inconclusive" and sv.why_inconclusive(got) == "lr censored"
+              and "GRU at 48 chose 0.01, the top of lr_grid (pilot still improving" in got["reason"],
+              f"censored, still improving: inconclusive, lr censored (got {got['verdict']}: {got['reason'][-400:]})")
+        edit(pil, g48, "val_loss", 1.0)
+        got = prow()
+        check(got["verdict"] == "holds" and "GRU at 48 chose 0.01, the top of lr_grid (pilot flat" in got["reason"]
+              and "lr censored" not in got["reason"], f"censored, flat pilot: holds, listed (got {got['verdict']})")
+        # (e) The GRU's runs at 48 hit max_steps with their best validation loss in the last 20 % of
+        # the updates, 10 % better than before: still improving, so its 'holds' is not converged
+        # (the training loss itself is flat).
+        edit(m2, g48, "best_step", 140)
+        edit(table_path(res2, "_steps"), g48, "val_loss", lambda d: 1.0 if float(d["step"]) <= 120 else 0.9)
+        got = prow()
+        check("GRU: inconclusive: not converged" in got["reason"], f"best step at the end: not converged "
+                                                                    f"(got {got['reason'][-400:]})")
+        edit(table_path(res2, "_steps"), g48, "val_loss", lambda d: 1.0 if float(d["step"]) <= 120 else 0.995)
+        check("GRU: inconclusive: not converged" not in prow()["reason"], "a gain below min_delta: not moving")
+        # (f) A _long arm decides the cell's part only where the early-stopped runs at its lengths
+        # ended on their plateau by the patience.
+        data = plot.Data(res2)
+        extra = [dict(r, model="gru_long") for r in data.main if r["task"] == "distance_probe" and r["model"] == "gru"
+                 and r["length"] in (24, 48)]
+        data.main += extra
+        data.models.append("gru_long")
+        lv = plot.TaskLevels(data, "distance_probe")
+        check(plot.task_arms(data, lv)[-1] == "gru", "tuned runs at max_steps: the GRU decided on its tuned cells")
+        for r in data.main:
+            if r["model"] == "gru" and r["task"] == "distance_probe":
+                r.update(stop_reason="no_improvement", best_val_loss=1.0)
+        lv = plot.TaskLevels(data, "distance_probe")
+        check(plot.task_arms(data, lv)[-1] == "gru_long", "tuned runs stopped on their plateau: the _long arm")
+        v = plot.trend_part(lv, "gru_long")
+        check("untuned: one fixed rate for every _long arm" in v.reason, f"the _long arm's part says untuned: {v.reason}")
+
         # The gradient rule, per phase, on the decay rate of the probe's profile at the longest
         # length: recurrent profiles 10^(-0.2 d), flat for the Transformer and the TCN.
         grad = table_path(res, "_grad_norms")
-        at48 = lambda d: d["task"] == "distance_probe" and d["length"] == "48"  # noqa: E731
+        at48 = lambda d: d["task"] != "mqar" and d["length"] == "48"  # noqa: E731
         edit(grad, at48, "relative_grad_norm",
              lambda d: 0.1 * (1 + int(d["seed"])) * (1 + 0.001 * int(d["steps_before_end"]) * int(d["seed"]))
              if d["model"] in ("transformer_decoder", "tcn")
              else 10 ** (-(0.2 + 0.01 * int(d["seed"])) * int(d["steps_before_end"])))
         gv = lambda: [x for x in plot.verdicts(res) if x["claim"].startswith("vanishing")][0]["verdict"]  # noqa: E731
-        check(gv() == "holds", f"gradients vanish for recurrent models only, both phases: holds (got {gv()})")
+        check(gv() == "holds", f"gradients vanish for recurrent models only, both phases, every task: holds "
+                               f"(got {gv()})")
         rates = plot.grad_rates(plot.Data(res), "distance_probe", 48)
         check(abs(rates[("lstm", "init")][1] - 0.21) < 1e-9, f"decay rate of 10^(-0.21 d): {rates[('lstm', 'init')]}")
-        edit(grad, lambda d: at48(d) and d["model"] == "lstm" and d["phase"] == "trained", "relative_grad_norm",
+        grow = [x for x in plot.verdicts(res) if x["claim"].startswith("vanishing")][0]
+        check("MQAR is left out" in grow["measured"] and "(mqar)" not in grow["reason"]
+              and "(copy memory)" in grow["reason"] and "(adding)" in grow["reason"],
+              f"one part per task and phase, MQAR left out: {grow['measured'][-200:]}")
+        probe48 = lambda d: at48(d) and d["task"] == "distance_probe"  # noqa: E731
+        edit(grad, lambda d: probe48(d) and d["model"] == "lstm" and d["phase"] == "trained", "relative_grad_norm",
              lambda d: 0.05 * (1 + int(d["seed"])))
-        check(gv() == "depends on the training phase and the recurrent cell: holds for RNN at initialisation, "
-                      "LSTM at initialisation, LSTM fb1 at initialisation, GRU at initialisation, RNN after training, "
-                      "LSTM fb1 after training, GRU after training; fails for LSTM after training",
-              f"LSTM gradient flat after training: depends (got {gv()})")
+        got = gv()
+        check(got.startswith("depends on the task, the training phase and the recurrent cell: holds for RNN at "
+                             "initialisation (copy memory)") and got.endswith("; fails for LSTM after training (probe)")
+              and "LSTM after training (adding)" in got,
+              f"LSTM gradient flat after training on the probe only: depends on the task (got {got})")
+        # The full rows of the cell files, when there, replace the merged CSV's subsampled ones.
+        cell_grad_files(res, lambda d: 10 ** (-0.3 * int(d["steps_before_end"]))
+                        if d["model"] == "lstm" and d["phase"] == "init" and probe48(d) else None)
+        data = plot.Data(res)
+        rates = plot.grad_rates(data, "distance_probe", 48)
+        check(abs(rates[("lstm", "init")][1] - 0.3) < 1e-9 and "cells' full rows" in data.cell_grad()[1],
+              f"the cells' rows decide: rate {rates[('lstm', 'init')]}, {data.cell_grad()[1]}")
+        shutil.rmtree(os.path.join(res, "cells"))
 
         # The width rule on the width study (mqar, widths 4 and 8, pairs 2 and 3): accuracies set in
         # the distance table per (model, width, P).
         res = fresh(FIXTURE, tmp, "width")
+        neutral(res)
         dist = table_path(res, "_distance")
         wv = lambda: [x for x in plot.verdicts(res) if x["claim"].startswith("MQAR as Zoology")][0]  # noqa: E731
 
@@ -232,6 +366,20 @@ def main():
         got = wv()
         check(got["kind"] != "holds" and "LSTM" in got["reason"],
               f"an LSTM solving every width and P does not need width: not holds (got {got['verdict']})")
+        # The Transformer at the key-agnostic level at width 4: its part is the floor (as the
+        # recurrent parts' are), not 'fails'; on its plateau in every run likewise.
+        set_acc({"transformer_decoder": {**solved, (4, 2): 0.5, (4, 3): 0.35},
+                 "lstm": {(4, 2): 0.9, (4, 3): 0.6, (8, 2): 1.0, (8, 3): 0.95}})
+        got = wv()
+        check("Transformer solves P = 3 at width 4: inconclusive: floor" in got["reason"] and got["kind"] != "fails",
+              f"Transformer at the key-agnostic level at width 4: floor (got {got['verdict']}: {got['reason'][:300]})")
+        set_acc({"transformer_decoder": solved, "lstm": {(4, 2): 0.9, (4, 3): 0.6, (8, 2): 1.0, (8, 3): 0.95}})
+        edit(table_path(res, ""), lambda d: d["width"] == "4" and d["model"] == "transformer_decoder",
+             "best_val_loss", lambda d: d["val_baseline_loss"])
+        got = wv()
+        check("Transformer solves P = 3 at width 4: inconclusive: floor" in got["reason"]
+              and "never left its baseline plateau" in got["reason"],
+              f"Transformer on its plateau at width 4: floor (got {got['verdict']}: {got['reason'][:300]})")
 
         # Fewer than 3 seeds: inconclusive everywhere.
         res = fresh(FIXTURE, tmp, "two_seeds")

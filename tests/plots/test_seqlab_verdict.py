@@ -6,7 +6,8 @@ difference is claimed) / plain inconclusive (straddling, too few seeds) for each
 ceiling and floor take precedence over any interval; a still-moving curve makes a verdict
 'inconclusive: not converged' only when that arm could overturn it; decide_rank on censored
 samples; by_construction shown and contradicted; combine() into holds, depends on, fails and the
-shared inconclusive kind; the rows and counts that make_report renders. Exit status 0 when every
+shared inconclusive kind; lr_censor on blocking and
+non-blocking censored arms; the rows and counts that make_report renders. Exit status 0 when every
 check passes.
 """
 import os
@@ -155,13 +156,38 @@ def combining():
     check(sv.verdict_label(dict(w, reason="something else")) == "inconclusive (see the row)", "unnamed reason")
     check(sv.verdict_label(rows[2]) == rows[2]["verdict"] and sv.why_inconclusive(rows[0]) == "",
           "other kinds keep their text")
+    plat = dict(w, reason="the comparator never left its baseline plateau (Transformer in 2/5 seeds)")
+    check(sv.why_inconclusive(plat) == "comparator on its plateau", f"plateau named: {sv.why_inconclusive(plat)}")
     n = sv.counts(rows)
     check(n == "holds 1, fails 1, depends on 1, inconclusive: ceiling 1; by construction 1 (shown, not "
               "counted as evidence)", f"counts: {n}")
 
 
+def censoring():
+    # lr_censor: a blocking censored arm turns a decided verdict into plain inconclusive, named
+    # 'lr censored', keeping what the interval says; a non-blocking one only adds a note that
+    # why_inconclusive does not pick up; an undecided verdict keeps its kind with the notes.
+    h = sv.decide(UP, 0.02, sv.GREATER)
+    check(sv.lr_censor(h, []) is h, "nothing censored: the verdict as it was")
+    v = sv.lr_censor(sv.decide(UP, 0.02, sv.GREATER), [("GRU", 0.03, "top", " (pilot improving)", True)])
+    check(v.kind == sv.INCONCLUSIVE and v.reason.startswith("lr censored: GRU chose 0.03, the top of lr_grid "
+                                                             "(pilot improving)")
+          and "would say holds" in v.reason, f"blocking arm: {v.kind}: {v.reason}")
+    check(sv.why_inconclusive(v.row("c", "m", "a", "r")) == "lr censored", "named lr censored")
+    f = sv.lr_censor(sv.decide(UP, 0.02, sv.GREATER), [("RNN", 0.001, "bottom", " (pilot flat)", False)])
+    check(f.kind == sv.HOLDS and "at an end of lr_grid without consequence: RNN chose 0.001, the bottom"
+          in f.reason and "lr censored" not in f.reason, f"non-blocking arm: {f.kind}: {f.reason}")
+    u = sv.lr_censor(sv.decide(WIDE, 0.02, sv.GREATER), [("GRU", 0.03, "top", "", True),
+                                                         ("RNN", 0.001, "bottom", "", False)])
+    check(u.kind == sv.INCONCLUSIVE and "straddles" in u.reason and "lr censored: GRU" in u.reason
+          and "without consequence: RNN" in u.reason, f"undecided: notes added: {u.reason}")
+    c = sv.lr_censor(sv.decide(UP, 0.02, sv.GREATER, ceiling=True), [("GRU", 0.03, "top", "", True)])
+    check(c.kind == sv.CEILING and "lr censored: GRU" in c.reason, f"ceiling keeps its kind: {c.kind}")
+
+
 def main():
     decide_kinds()
+    censoring()
     artifact_checks()
     rank_and_construction()
     combining()
