@@ -716,29 +716,16 @@ def lr_censored(d, task, encodings):
         rows = [r for r in d["pilot"] if r["task"] == task and r["positional_encoding"] == enc]
         grid = sorted({num(r, "lr") for r in rows})
         chosen = [num(r, "lr") for r in rows if int(num(r, "chosen")) == 1]
-        if len(grid) < 2 or not chosen:
-            continue
-        if chosen[0] == grid[-1]:
-            out.append((enc, chosen[0], "top"))
-        elif chosen[0] == grid[0]:
-            out.append((enc, chosen[0], "bottom"))
+        end = sv.grid_end(chosen[0], grid) if chosen else None
+        if end:
+            out.append((enc, chosen[0], end))
     return out
 
 
 def censor(v, d, task, encodings):
-    """The artifact check 'lr censored': when a compared arm's pilot chose an end of the grid, a
-    decided verdict (holds, fails, depends on) becomes inconclusive with the reason 'lr censored'
-    (the decision it would have had kept in the reason); an undecided one gets the note."""
-    cens = lr_censored(d, task, encodings)
-    if not cens:
-        return v
-    note = "lr censored: " + ", ".join(f"{e} chose {lr:g}, the {end} of lr_grid" for e, lr, end in cens) + \
-           " (its tuned rate may lie outside the grid)"
-    if v.kind in (sv.HOLDS, sv.FAILS, sv.DEPENDS):
-        return sv.Verdict(sv.INCONCLUSIVE, f"{note}; the interval alone would say {v.text}: {v.reason}",
-                          test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
-    v.reason = f"{v.reason}; {note}"
-    return v
+    """seqlab_verdict.censor (the artifact check 'lr censored') with the arms behind `encodings`
+    whose pilot chose an end of the grid (lr_censored)."""
+    return sv.censor(v, lr_censored(d, task, encodings))
 
 
 def per_ratio_text(d, task, a_enc, b_enc, mode, ratios, unit):
