@@ -135,7 +135,7 @@ def at_floor(levels, baseline, margin, higher_is_better=True):
     return all((v - baseline if higher_is_better else baseline - v) <= margin for v in levels)
 
 
-def _converged_check(*states):
+def converged_check(*states):
     """'no' if any curve is moving, 'unclear' if none is moving but one is unclear, 'yes' if all
     known are flat, 'n.a.' without curves. States: 'moving' | 'flat' | 'unclear' | None."""
     known = [s for s in states if s is not None]
@@ -170,7 +170,7 @@ def decide(effect, margin, claim, *, unit="", test=None, ceiling=None, floor=Non
         raise ValueError(f"decide: claim must be one of {CLAIMS}, got {claim!r}")
     m_txt = margin_text or (f"±{margin:g}" + (f" {unit}" if unit else ""))
     checks = dict(ceiling=yes_no(ceiling), floor=yes_no(floor),
-                  converged=_converged_check(moving_up, moving_down), controls=yes_no(controls))
+                  converged=converged_check(moving_up, moving_down), controls=yes_no(controls))
     base = dict(test=test or effect.method, effect=effect.text(digits, unit), margin=m_txt, checks=checks)
     lv = f" ({levels})" if levels else ""
     lm = m_txt if level_margin is None else f"{level_margin:g}"
