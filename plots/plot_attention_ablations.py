@@ -821,6 +821,8 @@ def prune_rows(idx, prune, arms, seeds):
     of its own; it is named in the last row."""
     by_arm = defaultdict(lambda: defaultdict(dict))
     for r in prune:
+        if arm_only(r["arm"]):  # one-seed check arms and fresh seeds: not models of the design
+            continue
         by_arm[r["arm"]][r["fraction"]][r["seed"]] = r
     keys = {next(iter(v.values()))["arm"]: k for k, v in idx.items()}
     out = []
@@ -1192,21 +1194,32 @@ def fig_heads(idx, out_dir, note, fresh=None):
 
 def fig_pruning(idx, prune, out_dir, note):
     """Test metric against the share of heads removed, one panel per task (accuracy or loss), the
-    arms of the task as lines (mean over seeds), the legend under each panel."""
+    design's arms of the task as lines (mean over seeds; the one-seed check arms and fresh seeds,
+    with arm-only keys, left out), each panel's legend in its own blank axes under it so that no
+    legend covers a panel below."""
     if not prune:
         return []
     by_arm = defaultdict(lambda: defaultdict(list))
     for r in prune:
-        if "seed_offset" in arm_only(r["arm"]):
+        if arm_only(r["arm"]):
             continue
         by_arm[r["arm"]][r["fraction"]].append(r)
+    if not by_arm:
+        return []
     tasks = sorted({parse_arm(a)[0] for a in by_arm}, key=task_rank)
     ncol = min(4, len(tasks))
     nrow = (len(tasks) + ncol - 1) // ncol
-    fig, axes = st.plt.subplots(nrow, ncol, figsize=(4.4 * ncol, 5.6 * nrow), squeeze=False)
-    for ax in axes.flat[len(tasks):]:
+    n_leg = max(sum(1 for a in by_arm if parse_arm(a)[0] == t) for t in tasks)
+    leg_h = 0.25 + 0.16 * n_leg  # inches for the legend rows under each panel
+    fig, grid = st.plt.subplots(2 * nrow, ncol, figsize=(4.4 * ncol, (3.4 + leg_h) * nrow), squeeze=False,
+                                gridspec_kw=dict(height_ratios=[3.4, leg_h] * nrow, hspace=0.45))
+    axes = [grid[2 * (i // ncol)][i % ncol] for i in range(nrow * ncol)]
+    legs = [grid[2 * (i // ncol) + 1][i % ncol] for i in range(nrow * ncol)]
+    for ax in legs:
+        ax.axis("off")
+    for ax in axes[len(tasks):]:
         ax.set_visible(False)
-    for ax, t in zip(axes.flat, tasks):
+    for ax, lax, t in zip(axes, legs, tasks):
         col = "test_loss" if t in LOSS_TASKS else "test_accuracy"
         arms = sorted(a for a in by_arm if parse_arm(a)[0] == t)
         for i, arm in enumerate(arms):
@@ -1215,14 +1228,15 @@ def fig_pruning(idx, prune, out_dir, note):
             xs = [0.0] + fr
             ys = [full] + [st.mean_ci95([r[col] for r in by_arm[arm][f]])[0] for f in fr]
             k = parse_arm(arm)
-            label = f"{ARCH_SHORT.get(k[1], k[1])} {k[2]} h={k[3]}" + (f" {ov_text(k[4])}" if k[4] else "")
+            label = f"{ARCH_SHORT.get(k[1], k[1])} {QK_LABEL.get(k[2], k[2])} h={k[3]}" + (f" {ov_text(k[4])}" if k[4] else "")
             ax.plot(xs, ys, marker=st.MARKERS[i % len(st.MARKERS)], color=st.PALETTE[i % len(st.PALETTE)],
                     label=label)
-        ax.set_xlabel("share of heads removed (least important first)")
-        ax.set_ylabel("test loss (nats)" if col == "test_loss" else "test accuracy (fraction)")
+        ax.set_xlabel("share of heads removed (least important first)", fontsize=8)
+        ax.set_ylabel("test loss (nats)" if col == "test_loss" else "test accuracy (fraction)", fontsize=8)
         ax.set_title(TASK_LABEL.get(t, t), fontsize=8)
-        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
-    fig.suptitle(f"Test-time head pruning, Michel et al. 2019; mean over seeds ({note})", fontsize=9, y=1.03)
+        handles, labels = ax.get_legend_handles_labels()
+        lax.legend(handles, labels, fontsize=6, loc="upper center", ncol=1, frameon=False)
+    fig.suptitle(f"Test-time head pruning, Michel et al. 2019; mean over seeds ({note})", fontsize=9, y=1.01)
     return st.save(fig, out_dir, NAME + "_pruning")
 
 
