@@ -32,6 +32,12 @@ are recognised from the arms present, each a group of arms that differ in one fi
   pruning:      every arm with rows in the pruning table, at a quarter and at half of the heads,
                 judged per task family on the models off the ceiling and the floor in most seeds
                 (the others are listed as not informative), then across the families.
+Every comparison checks the compared arms' training (Arms.compare): an arm on its plateau that a
+longer-budget check arm lifts, or whose best eval point comes at the end, has not converged (a
+cosine schedule to 0 flattens the end slope by construction); an arm that never left the baseline
+makes the row a floor row; a pilot that chose an end of its grid censors the row (seqlab_verdict.
+censor) unless the arm is at the optimum or a wider-grid check arm brackets the rate; flat pilots
+are named. One-seed check arms differ from the arm they check in BUDGET_KEYS only.
 Arm-only keys (seeds, seed_offset) are not overrides: an arm with seed_offset adds fresh seeds to the
 arm without it (used by the sign test only; every other row and figure reads the arms' own seeds).
 Claim texts name no sizes (d_model, sequence length, arm overrides): those are in the measured
@@ -96,6 +102,9 @@ PRUNE_WORDS = {0.25: "A quarter", 0.5: "Half"}
 SIGN_ALPHA = 0.05  # the heads sign test (README "Heads rows: a paired rule for bimodal outcomes")
 SYM_SHARED_MAX = 1e-5
 SYM_SEPARATE_MIN = 0.05
+# The overrides by which a check arm differs from the arm it checks: a longer budget at the rate the
+# arm's pilot chose (steps, lr_grid or lr), or a wider learning-rate grid (lr_grid).
+BUDGET_KEYS = ("steps", "lr_grid", "lr")
 PARAM_TOLERANCE = 0.05  # compared arms' parameter counts within ±5 %: controls matched
 MACS_TOLERANCE = 0.30   # the compute-matched rows: forward multiply-adds within ±30 %
 
@@ -278,21 +287,175 @@ class Arms:
     def first(self, key):
         return next(iter(self.idx[key].values()))
 
-    def state(self, key):
-        """Convergence state of an arm's eval curve (accuracy: scale best − chance; loss: scale the
-        chance loss − the optimum, or the chance loss where no optimum is known)."""
-        r0 = self.first(key)
-        cur = self.curves.get(r0["arm"])
-        if not cur:
+    def task_curves(self, runs, task):
+        """{seed: [(step, value)]} of the eval curves of `runs` ({seed: row}; each row's own arm, so
+        fresh seeds pooled from several arms find theirs) in the task's metric (accuracy or loss)."""
+        j = 1 if metric(task)[1] else 2
+        return {s: [(p[0], p[j]) for p in self.curves.get(r["arm"], {}).get(s, [])]
+                for s, r in runs.items() if self.curves.get(r["arm"], {}).get(s)}
+
+    def slope_state(self, runs, task):
+        """End-slope convergence state of the eval curves of `runs` (seqlab_stats.convergence;
+        accuracy: scale best − chance; loss: scale the chance loss − the optimum, or the chance loss
+        where no optimum is known)."""
+        r0 = next(iter(runs.values()))
+        pts = self.task_curves(runs, task)
+        if not pts:
             return None
-        if metric(key[0])[1]:
+        if metric(task)[1]:
             scale = r0["best_accuracy"] - r0["chance_accuracy"]
-            pts = {s: [(x, a) for x, a, _ in v] for s, v in cur.items()}
             return ss.convergence(pts, scale, higher_is_better=True).state if scale > 0 else None
         opt = r0["optimal_loss"] if not math.isnan(r0["optimal_loss"]) else 0.0
         scale = r0["chance_loss"] - opt
-        pts = {s: [(x, l) for x, _, l in v] for s, v in cur.items()}
         return ss.convergence(pts, scale, higher_is_better=False).state if scale > 0 else None
+
+    def ends(self, key):
+        """(level, baseline, optimum, higher is better) of an arm in its task's metric: the mean test
+        accuracy, the baseline (floor_accuracy) and best_accuracy; or, on the loss tasks, the mean test
+        loss, the chance loss and the optimal loss (nan where unknown)."""
+        r0 = self.first(key)
+        col, higher, _, _ = metric(key[0])
+        if higher:
+            return self.levels(key, col), floor_accuracy(key[0], r0, self.meta), r0["best_accuracy"], True
+        return self.levels(key, col), r0["chance_loss"], r0["optimal_loss"], False
+
+    def checks_of(self, key):
+        """The one-seed check arms of `key`: the arms whose overrides differ from its own only in
+        BUDGET_KEYS (and the arm-only keys), as [(their key, their first row)]."""
+        base = dict((k, v) for k, v in key[4] if k not in BUDGET_KEYS)
+        out = []
+        for k in self.idx:
+            if k != key and k[:4] == key[:4] and dict((x, y) for x, y in k[4] if x not in BUDGET_KEYS) == base:
+                out.append((k, self.first(k)))
+        return out
+
+    def budget(self, key):
+        """Whether an arm that has not left its plateau (seqlab_verdict.on_plateau of its mean test
+        metric) was still improving when its budget ended: 'moving' if a longer-budget check arm
+        (more steps at the same rate; checks_of) ends beyond the margin better than this arm in every
+        seed they share, or, without one, if its eval curve first came within the margin of its best
+        in the last 20 % of training in most seeds (seqlab_stats.best_step_state: a schedule decaying
+        to 0 flattens the end slope, not the step where the best is reached); 'flat' if it stays on
+        the plateau by that measure; None off the plateau. Returns (state, text)."""
+        level, base, opt, higher = self.ends(key)
+        if not sv.on_plateau(level, base, opt, higher):
+            return None, ""
+        col, _, margin, unit = metric(key[0])
+        r0 = self.first(key)
+        name = col.replace("_", " ")
+        where = (f"on its plateau ({name} {level:.3f}, {(level - base) / (opt - base):.0%} of the way from the "
+                 f"baseline {base:.3g} to the optimum {opt:.3g})")
+        longer = [(k, r) for k, r in self.checks_of(key) if r["steps"] > r0["steps"] and r["lr"] == r0["lr"]]
+        if longer:
+            k, r = max(longer, key=lambda kr: kr[1]["steps"])
+            common = sorted(set(self.idx[k]) & set(self.idx[key]))
+            sign = 1 if higher else -1
+            gain = {s: sign * (self.idx[k][s][col] - self.idx[key][s][col]) for s in common}
+            per = ", ".join(f"{self.idx[k][s][col]:.3f} in seed {s} (this arm {self.idx[key][s][col]:.3f} at "
+                            f"{int(r0['steps'])})" for s in common)
+            moving = bool(common) and all(g > margin for g in gain.values())
+            txt = (f"{where}, and the same arm with {int(r['steps'])} updates at the same rate "
+                   f"({r['lr']:g}) {'reaches' if moving else 'stays within the margin of it:'} {per}")
+            return ("moving" if moving else "flat"), txt
+        state, reached, (w0, last) = ss.best_step_state(self.task_curves(self.idx[key], key[0]), margin,
+                                                        higher_is_better=higher)
+        if state is None:
+            return None, ""
+        at = ", ".join(f"{int(x)}" for _, x in sorted(reached.items()))
+        txt = (f"{where}, and its eval {name} first came within {margin:g} of its best at updates {at} "
+               f"({'in most seeds ' if state == 'moving' else 'not mostly '}within the last 20 % of training, "
+               f"updates {w0:g}–{last:g})")
+        return state, txt
+
+    def state(self, key):
+        """Convergence state of an arm: 'moving' when budget() says so (an arm on its plateau still
+        improving), else the end-slope state of its eval curves (slope_state)."""
+        b, _ = self.budget(key)
+        return "moving" if b == "moving" else self.slope_state(self.idx[key], key[0])
+
+    def untrained(self, key):
+        """Text when an arm never left the baseline: its mean test metric within the margin of the
+        baseline or below it, and every seed's eval curve within the margin of its first evaluation
+        (seqlab_stats.never_left); such an arm cannot tell a model that cannot do the task from one
+        that did not train. None otherwise."""
+        level, base, _, higher = self.ends(key)
+        _, _, margin, _ = metric(key[0])
+        if not sv.at_floor([level], base, margin, higher):
+            return None
+        pts = self.task_curves(self.idx[key], key[0])
+        if not ss.never_left(pts, margin):
+            return None
+        first = min(x for p in pts.values() for x, _ in p)
+        pilot = self.pilot(key)
+        ptxt = (f"; its pilot was flat too ({pilot[2]})" if pilot and pilot[1] else "")
+        return (f"at {level:.3f} against the baseline {base:.3g}, its eval curve within {margin:g} of its first "
+                f"evaluation (update {first:g}) in every seed{ptxt}")
+
+    def pilot(self, key):
+        """(grid, flat, text) of an arm's learning-rate pilot (the main CSV's lr_grid and
+        pilot_val_losses; flat: seqlab_verdict.pilot_flat against the chance loss), None without a
+        pilot (a grid of one rate)."""
+        r0 = self.first(key)
+        try:
+            grid = [float(x) for x in str(r0.get("lr_grid", "")).split()]
+            vals = [float(x) for x in str(r0.get("pilot_val_losses", "")).split()]
+        except ValueError:
+            return None
+        if len(grid) < 2 or len(vals) != len(grid):
+            return None
+        flat = sv.pilot_flat(vals, r0["chance_loss"], r0["optimal_loss"])
+        txt = (" / ".join(f"{v:.3f}" for v in vals) + f" nats at {' / '.join(f'{g:g}' for g in grid)} against the "
+               f"chance loss {r0['chance_loss']:.3f}")
+        return grid, flat, txt
+
+    def censored(self, key, name, col):
+        """([(name, lr, 'top' | 'bottom')], note) for seqlab_verdict.censor: the arm when its pilot
+        chose an end of its grid (seqlab_verdict.grid_end), unless its test metric `col` (the one the
+        row compares) is within the margin of the optimum in every seed (a better rate cannot raise
+        it) or a check arm with a grid wider on that side (checks_of) chose the same rate inside its
+        own grid (the rate is bracketed); the note says which of these cleared it."""
+        p = self.pilot(key)
+        if not p:
+            return [], ""
+        r0 = self.first(key)
+        lr = r0["lr"]
+        end = sv.grid_end(lr, p[0])
+        if not end:
+            return [], ""
+        higher = col != "test_loss"
+        margin = ACC_MARGIN if higher else LOSS_MARGIN
+        opt = r0["best_accuracy"] if higher else r0["optimal_loss"]
+        per_seed = [r[col] for r in self.idx[key].values()]
+        if sv.at_ceiling(per_seed, opt, margin, higher):
+            return [], (f"{name} chose {lr:g}, the {end} of lr_grid, but its {col.replace('_', ' ')} is within "
+                        f"{margin:g} of the optimum in every seed, so a rate beyond the grid cannot improve it")
+        for k, r in self.checks_of(key):
+            q = self.pilot(k)
+            if not q or r["lr"] != lr:
+                continue
+            wider = max(q[0]) > max(p[0]) if end == "top" else min(q[0]) < min(p[0])
+            if wider and sv.grid_end(r["lr"], q[0]) is None:
+                return [], (f"{name} chose {lr:g}, the {end} of lr_grid; a one-seed check with the grid "
+                            f"{' '.join(f'{g:g}' for g in q[0])} chose it again ({q[2]}): bracketed")
+        return [(name, lr, end)], ""
+
+    def notes(self, keys_names):
+        """The learning-rate notes of a comparison of [(key, name)]: the flat pilots (every rate near
+        the chance loss, so the chosen rate carries no information) and whether the arms then
+        trained at different rates."""
+        flat = []
+        for k, n in keys_names:
+            p = self.pilot(k)
+            if p and p[1]:
+                flat.append(f"{n}'s pilot was flat ({p[2]}), so its rate carries no information")
+        if not flat:
+            return ""
+        lrs = {n: self.first(k)["lr"] for k, n in keys_names}
+        same = len(set(lrs.values())) == 1
+        rates = (f"both trained at {next(iter(lrs.values())):g}" if same else
+                 "the arms trained at different rates (" + ", ".join(f"{n} {x:g}" for n, x in lrs.items()) +
+                 "), so the comparison is confounded with the rate")
+        return "; ".join(flat) + "; " + rates
 
     def values(self, key, col=None):
         """{seed: metric oriented so that higher is better} and {seeds that diverged}."""
@@ -337,12 +500,41 @@ class Arms:
             pa, pb = self.first(a)["n_params"], self.first(b)["n_params"]
             controls = abs(pa / pb - 1) <= PARAM_TOLERANCE
         levels = f"means {means[0]:.3f}, {means[1]:.3f}; optimum {optimum:.3g}, baseline {base:.3g}"
+        # A compared arm that never left the baseline: the row is at the floor for that arm.
+        floor_reason = None
+        if not ceiling and not floor:
+            dead = [(n, t) for k, n in ((a, a_name), (b, b_name)) for t in [self.untrained(k)] if t]
+            if dead:
+                floor = True
+                live = [n for k, n in ((a, a_name), (b, b_name)) if n not in dict(dead)]
+                floor_reason = ("; ".join(f"{n} never left the baseline ({t})" for n, t in dead) +
+                                ": the row cannot tell an arm that cannot do the task from one that did not train"
+                                + (f"; what it shows: {', '.join(live)} learned the task within the budget "
+                                   f"({levels}) where {' and '.join(n for n, _ in dead)} did not" if live else ""))
+        moving = [(n, txt) for k, n in ((a, a_name), (b, b_name)) for st_, txt in [self.budget(k)] if st_ == "moving"]
+        moving_text = ("; ".join(f"{n} has not converged: {txt}" for n, txt in moving)) if moving else None
         v = sv.decide(eff, margin, claim, unit=unit, ceiling=ceiling, floor=floor, moving_up=self.state(a),
-                      moving_down=self.state(b), controls=controls, levels=levels)
+                      moving_down=self.state(b), controls=controls, levels=levels, floor_reason=floor_reason,
+                      moving_text=moving_text)
         if claim in (sv.NO_WORSE, sv.EQUAL) and eff.known and eff.se > 0:
             t = ss.tost(eff, margin)
             v.test = f"{v.test}; TOST p = {t['p']:.2g} (one-sided p against −{margin:g}: {t['p_lower']:.2g})"
-        return v
+        return self.lr_checks(v, ((a, a_name), (b, b_name)), col)
+
+    def lr_checks(self, v, keys_names, col):
+        """v with the learning-rate checks of the compared arms [(key, name)]: 'lr censored'
+        (seqlab_verdict.censor, censored()), the cleared grid ends and the flat pilots (notes())
+        named in the reason."""
+        cens, cleared = [], []
+        for k, n in keys_names:
+            c, note = self.censored(k, n, col)
+            cens += c
+            if note:
+                cleared.append(note)
+        extra = "; ".join(x for x in cleared + [self.notes(keys_names)] if x)
+        if extra:
+            v.reason = f"{v.reason}; {extra}"
+        return sv.censor(v, cens)
 
     def speed(self, a, b):
         """Steps to the target, a against b: Gehan's censored rank test, as text (never deciding)."""
@@ -371,8 +563,16 @@ def arm_summary(runs, task):
 RULE_COMMON = ("the paired per-seed difference of test {metric} (95 % t-interval; a diverged run counts as chance) "
                "against ±{margin:g}: {verbs}; inconclusive: ceiling / floor if both arms are within {margin:g} of "
                "the optimum / of the baseline (the best predictor that ignores the dependency; MQAR: the "
-               "key-agnostic predictor); not converged if a curve that could move the verdict is still improving at "
-               "the end (last 20 % of the eval curve, tolerance 5 % of the scale); controls: {controls}")
+               "key-agnostic predictor); floor also if a compared arm never left the baseline (at it, and its eval "
+               "curve within the margin of its first evaluation in every seed); not converged if a curve that could "
+               "move the verdict is still improving at the end (last 20 % of the eval curve, tolerance 5 % of the "
+               "scale), or if such an arm is on its plateau (less than a quarter of the way from the baseline to the "
+               "optimum) and the same arm with a longer budget at its rate ends beyond the margin better, or, without "
+               "one, its eval curve first came within the margin of its best in the last 20 % of training in most "
+               "seeds; lr censored if a compared arm's pilot chose an end of lr_grid, unless that arm is within the "
+               "margin of the optimum in every seed or a one-seed check with a wider grid chose the same rate inside "
+               "it; a flat pilot (every rate less than a quarter of the way from the chance loss to the optimum) is "
+               "named, with the arms' rates; controls: {controls}")
 VERBS_GREATER = "holds if beyond +{m:g}, fails if below −{m:g} or within ±{m:g} (no difference of that size)"
 VERBS_NO_WORSE = ("non-inferiority: holds if the interval lies above −{m:g} (the one-sided test of a two one-sided "
                   "tests pair at α = 0.025, TOST p shown), fails if it lies below −{m:g}")
@@ -503,7 +703,11 @@ def sign_row(fresh, keys, ref, idx, arms, t, where):
     else:
         ceiling = sv.at_ceiling(means, r0["optimal_loss"], margin, higher_is_better=False)
         floor = sv.at_floor(means, r0["chance_loss"], margin, higher_is_better=False)
-    checks = dict(ceiling=sv.yes_no(ceiling), floor=sv.yes_no(floor), converged="n.a.", controls="yes")
+    # Convergence of the fresh seeds' eval curves: the reference's further improvement could raise k,
+    # the single head's lower it.
+    up, down = arms.slope_state(fa, t), arms.slope_state(fb, t)
+    checks = dict(ceiling=sv.yes_no(ceiling), floor=sv.yes_no(floor), converged=sv.converged_check(up, down),
+                  controls="yes")
     test = (f"exact one-sided sign test of the median paired difference against +{margin:g} over the {n} fresh "
             f"seeds {common[0]}–{common[-1]} (pre-registered)")
     effect = (f"{k} of {n} fresh seeds beyond +{margin:g} (P(Bin({n}, ½) ≥ {k}) = {p_hold:.3g}; "
@@ -522,8 +726,15 @@ def sign_row(fresh, keys, ref, idx, arms, t, where):
     else:
         kind, why = sv.INCONCLUSIVE, (f"{k} of {n} seeds beyond +{margin:g}: p = {p_hold:.3g} and, the other way, "
                                       f"{p_fail:.3g}, both above {SIGN_ALPHA:g}")
+    moving = [name for name, state, could in ((f"{ref} heads", up, kind in (sv.FAILS, sv.INCONCLUSIVE)),
+                                              ("1 head", down, kind in (sv.HOLDS, sv.INCONCLUSIVE)))
+              if state == "moving" and could]
+    if moving:
+        kind, why = sv.NOT_CONVERGED, (f"{why}, but the eval curves of {' and '.join(moving)} are still moving at "
+                                       "the end (last 20 % of the logged steps), which could change the count")
     v = sv.measured(kind, why, test=test, effect=effect, margin=f"+{margin:g} {unit}, one-sided α = {SIGN_ALPHA:g}",
                     checks=checks)
+    v = arms.lr_checks(v, ((a, f"{ref} heads"), (b, "1 head")), col)
     per_seed = ", ".join(f"{s}: {fa[s][col]:.3f} vs {fb[s][col]:.3f}" for s in common)
     return v.row(
         claim=f"Several heads beat one at fixed d_model, paired sign test on fresh seeds ({where})",
@@ -531,7 +742,9 @@ def sign_row(fresh, keys, ref, idx, arms, t, where):
         anchor=ANCHOR_HEADS,
         rule=f"{ref} heads vs 1, fresh seeds only: holds if P(Bin(n, ½) ≥ k) ≤ {SIGN_ALPHA:g} for k = the seeds "
              f"whose paired difference exceeds +{margin:g}, fails if P(Bin(n, ½) ≥ n − k) ≤ {SIGN_ALPHA:g}, else "
-             "inconclusive; ceiling / floor if both arms' means are within the margin of the optimum / baseline")
+             "inconclusive; ceiling / floor if both arms' means are within the margin of the optimum / baseline; not "
+             "converged if a fresh-seed eval curve whose further improvement could change the count is still moving at "
+             "the end (last 20 % of the logged steps, tolerance 5 % of the scale); lr censored as in the other rows")
 
 
 def heads_rows(idx, arms, seeds, fresh=None):
@@ -608,6 +821,8 @@ def prune_rows(idx, prune, arms, seeds):
     of its own; it is named in the last row."""
     by_arm = defaultdict(lambda: defaultdict(dict))
     for r in prune:
+        if arm_only(r["arm"]):  # one-seed check arms and fresh seeds: not models of the design
+            continue
         by_arm[r["arm"]][r["fraction"]][r["seed"]] = r
     keys = {next(iter(v.values()))["arm"]: k for k, v in idx.items()}
     out = []
@@ -979,21 +1194,32 @@ def fig_heads(idx, out_dir, note, fresh=None):
 
 def fig_pruning(idx, prune, out_dir, note):
     """Test metric against the share of heads removed, one panel per task (accuracy or loss), the
-    arms of the task as lines (mean over seeds), the legend under each panel."""
+    design's arms of the task as lines (mean over seeds; the one-seed check arms and fresh seeds,
+    with arm-only keys, left out), each panel's legend in its own blank axes under it so that no
+    legend covers a panel below."""
     if not prune:
         return []
     by_arm = defaultdict(lambda: defaultdict(list))
     for r in prune:
-        if "seed_offset" in arm_only(r["arm"]):
+        if arm_only(r["arm"]):
             continue
         by_arm[r["arm"]][r["fraction"]].append(r)
+    if not by_arm:
+        return []
     tasks = sorted({parse_arm(a)[0] for a in by_arm}, key=task_rank)
     ncol = min(4, len(tasks))
     nrow = (len(tasks) + ncol - 1) // ncol
-    fig, axes = st.plt.subplots(nrow, ncol, figsize=(4.4 * ncol, 5.6 * nrow), squeeze=False)
-    for ax in axes.flat[len(tasks):]:
+    n_leg = max(sum(1 for a in by_arm if parse_arm(a)[0] == t) for t in tasks)
+    leg_h = 0.25 + 0.16 * n_leg  # inches for the legend rows under each panel
+    fig, grid = st.plt.subplots(2 * nrow, ncol, figsize=(4.4 * ncol, (3.4 + leg_h) * nrow), squeeze=False,
+                                gridspec_kw=dict(height_ratios=[3.4, leg_h] * nrow, hspace=0.45))
+    axes = [grid[2 * (i // ncol)][i % ncol] for i in range(nrow * ncol)]
+    legs = [grid[2 * (i // ncol) + 1][i % ncol] for i in range(nrow * ncol)]
+    for ax in legs:
+        ax.axis("off")
+    for ax in axes[len(tasks):]:
         ax.set_visible(False)
-    for ax, t in zip(axes.flat, tasks):
+    for ax, lax, t in zip(axes, legs, tasks):
         col = "test_loss" if t in LOSS_TASKS else "test_accuracy"
         arms = sorted(a for a in by_arm if parse_arm(a)[0] == t)
         for i, arm in enumerate(arms):
@@ -1002,14 +1228,15 @@ def fig_pruning(idx, prune, out_dir, note):
             xs = [0.0] + fr
             ys = [full] + [st.mean_ci95([r[col] for r in by_arm[arm][f]])[0] for f in fr]
             k = parse_arm(arm)
-            label = f"{ARCH_SHORT.get(k[1], k[1])} {k[2]} h={k[3]}" + (f" {ov_text(k[4])}" if k[4] else "")
+            label = f"{ARCH_SHORT.get(k[1], k[1])} {QK_LABEL.get(k[2], k[2])} h={k[3]}" + (f" {ov_text(k[4])}" if k[4] else "")
             ax.plot(xs, ys, marker=st.MARKERS[i % len(st.MARKERS)], color=st.PALETTE[i % len(st.PALETTE)],
                     label=label)
-        ax.set_xlabel("share of heads removed (least important first)")
-        ax.set_ylabel("test loss (nats)" if col == "test_loss" else "test accuracy (fraction)")
+        ax.set_xlabel("share of heads removed (least important first)", fontsize=8)
+        ax.set_ylabel("test loss (nats)" if col == "test_loss" else "test accuracy (fraction)", fontsize=8)
         ax.set_title(TASK_LABEL.get(t, t), fontsize=8)
-        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
-    fig.suptitle(f"Test-time head pruning, Michel et al. 2019; mean over seeds ({note})", fontsize=9, y=1.03)
+        handles, labels = ax.get_legend_handles_labels()
+        lax.legend(handles, labels, fontsize=6, loc="upper center", ncol=1, frameon=False)
+    fig.suptitle(f"Test-time head pruning, Michel et al. 2019; mean over seeds ({note})", fontsize=9, y=1.01)
     return st.save(fig, out_dir, NAME + "_pruning")
 
 

@@ -752,21 +752,16 @@ def lr_censored(d, task, encodings):
         rows = [r for r in d["pilot"] if r["task"] == task and r["positional_encoding"] == enc]
         grid = sorted({num(r, "lr") for r in rows})
         chosen = [num(r, "lr") for r in rows if int(num(r, "chosen")) == 1]
-        if len(grid) < 2 or not chosen:
-            continue
-        if chosen[0] == grid[-1]:
-            out.append((enc, chosen[0], "top"))
-        elif chosen[0] == grid[0]:
-            out.append((enc, chosen[0], "bottom"))
+        end = sv.grid_end(chosen[0], grid) if chosen else None
+        if end:
+            out.append((enc, chosen[0], end))
     return out
 
 
 def censor(v, d, task, encodings):
-    """The artifact check 'lr censored' (seqlab_verdict.lr_censor): when a compared arm's pilot
-    chose an end of the grid, a decided verdict (holds, fails, depends on) becomes inconclusive
-    with the reason 'lr censored' (the decision it would have had kept in the reason); an
-    undecided one gets the note. Every censored arm counts (the pilots are not classified)."""
-    return sv.lr_censor(v, [(e, lr, end, "", True) for e, lr, end in lr_censored(d, task, encodings)])
+    """seqlab_verdict.censor (the artifact check 'lr censored') with the arms behind `encodings`
+    whose pilot chose an end of the grid (lr_censored)."""
+    return sv.censor(v, lr_censored(d, task, encodings))
 
 
 def per_ratio_text(d, task, a_enc, b_enc, mode, ratios, unit):

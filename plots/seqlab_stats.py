@@ -18,6 +18,9 @@ What it provides (every interval two-sided at LEVEL = 95 % unless a caller asks 
     (an unreached target is censored at the budget: a lower bound, never infinity);
   - convergence: whether a training curve is still moving at its end (slope of the last 20 % of
     the logged steps, relative to a stated scale, with its interval, against a tolerance);
+  - best_step_state, never_left: when a curve reached its best (late: still improving at the
+    end, whatever the schedule does to the end slope) and whether it ever moved from its first
+    evaluation;
   - fisher_exact_greater: a one-sided exact test of two failure counts;
   - the chance levels of predictors that ignore a dependency but know the counts of what they saw:
     expected_max_count, expected_plugin_entropy, mqar_key_agnostic, most_frequent_symbol.
@@ -500,6 +503,37 @@ def convergence(curves, scale, frac=CONV_FRACTION, tol=CONV_TOL, higher_is_bette
         return Convergence(None, drift, (w0, last), tol)
     state = "moving" if drift.lo > tol else "flat" if drift.hi < tol else "unclear"
     return Convergence(state, drift, (w0, last), tol)
+
+
+def best_step_state(curves, tol, frac=CONV_FRACTION, higher_is_better=False):
+    """Whether training curves (curves = {seed: [(step, value), ...]}) reached their best late: per
+    seed, the first logged step whose value is within `tol` (the metric's units) of that seed's
+    best value; 'moving' if in most seeds that step lies in the last `frac` of the logged step
+    range (the curve was still improving by more than tol when training ended, however flat a
+    schedule decaying to 0 makes its end slope), 'flat' otherwise, None without curves. Returns
+    (state, {seed: that step}, (first step of the window, last step))."""
+    pts_all = {s: sorted(p) for s, p in curves.items() if p}
+    if not pts_all:
+        return None, {}, (0, 0)
+    steps = sorted({x for p in pts_all.values() for x, _ in p})
+    first, last = steps[0], steps[-1]
+    w0 = last - frac * (last - first)
+    reached = {}
+    for s, p in pts_all.items():
+        best = max(y for _, y in p) if higher_is_better else min(y for _, y in p)
+        reached[s] = next(x for x, y in p if (best - y if higher_is_better else y - best) <= tol)
+    late = sum(1 for x in reached.values() if x > w0 + 1e-9)
+    return ("moving" if 2 * late > len(reached) else "flat"), reached, (w0, last)
+
+
+def never_left(curves, tol):
+    """Whether every seed's curve (curves = {seed: [(step, value), ...]}) stayed within `tol` of its
+    first logged value at every later step: the model learned nothing the eval shows after its
+    first evaluation. None without curves."""
+    pts_all = {s: sorted(p) for s, p in curves.items() if p}
+    if not pts_all:
+        return None
+    return all(max(abs(y - p[0][1]) for _, y in p) <= tol for p in pts_all.values())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,15 +10,22 @@ them. A verdict is one of KINDS:
                                 where it predicts no difference, the roles swap;
   inconclusive: ceiling         every compared arm is within the margin of the task's optimum;
   inconclusive: floor           every compared arm is within the margin of the baseline (the best
-                                predictor that ignores the dependency), or below it;
+                                predictor that ignores the dependency), or below it; or a compared
+                                arm never left the baseline (the caller's floor_reason says which),
+                                so the row cannot tell an arm that cannot do the task from one
+                                that did not train;
   inconclusive: not converged   a training curve that could overturn the verdict is still moving
                                 at its end (seqlab_stats.convergence: the last 20 % of the logged
-                                steps);
+                                steps), or an arm that has not left its plateau (on_plateau) is
+                                still improving by another measure than the end slope, which a
+                                schedule decaying to 0 flattens by construction (a longer budget
+                                of the same arm reaches more; its best point is at the end:
+                                seqlab_stats.best_step_state);
   inconclusive                  the interval straddles the margin (the reason names it), or there
                                 are fewer than MIN_SEEDS paired seeds, or the caller names another
-                                reason (lr censored: lr_censor; underpowered; the comparator never
-                                left its baseline plateau); the report's glance tables show
-                                the reason's name beside it (why_inconclusive);
+                                reason (lr censored: lr_censor, censor; underpowered; the
+                                comparator never left its baseline plateau); the report's glance
+                                tables show the reason's name beside it (why_inconclusive);
   depends on …                  the data show a condition: the claim holds at one setting and fails
                                 (or is equivalent) at another;
   by construction               what the code guarantees (sequential-step counts, LayerNorm's
@@ -40,6 +47,9 @@ CEILING, FLOOR, NOT_CONVERGED = "inconclusive: ceiling", "inconclusive: floor", 
 INCONCLUSIVE, BY_CONSTRUCTION = "inconclusive", "by construction"
 KINDS = (HOLDS, FAILS, DEPENDS, CEILING, FLOOR, NOT_CONVERGED, INCONCLUSIVE, BY_CONSTRUCTION)
 MIN_SEEDS = 3  # fewer paired seeds than this: inconclusive, whatever the interval
+# An arm (or a learning-rate pilot) that covered less than this share of the way from the chance
+# level to the optimum has not left its initial plateau (on_plateau, pilot_flat).
+PLATEAU_FRACTION = 0.25
 CHECKS = ("ceiling", "floor", "converged", "controls")
 
 # The claim an effect is judged against (the effect's sign as the caller defines it):
@@ -126,7 +136,7 @@ def at_floor(levels, baseline, margin, higher_is_better=True):
     return all((v - baseline if higher_is_better else baseline - v) <= margin for v in levels)
 
 
-def _converged_check(*states):
+def converged_check(*states):
     """'no' if any curve is moving, 'unclear' if none is moving but one is unclear, 'yes' if all
     known are flat, 'n.a.' without curves. States: 'moving' | 'flat' | 'unclear' | None."""
     known = [s for s in states if s is not None]
@@ -139,7 +149,7 @@ def _converged_check(*states):
 
 def decide(effect, margin, claim, *, unit="", test=None, ceiling=None, floor=None,
            moving_up=None, moving_down=None, controls=None, min_n=MIN_SEEDS, digits=3,
-           margin_text=None, levels="", level_margin=None):
+           margin_text=None, levels="", level_margin=None, floor_reason=None, moving_text=None):
     """The verdict on one effect (a seqlab_stats.Estimate) against a claim in CLAIMS with `margin`.
 
     ceiling / floor: the caller's at_ceiling / at_floor of the compared arms (True, False, None).
@@ -152,27 +162,33 @@ def decide(effect, margin, claim, *, unit="", test=None, ceiling=None, floor=Non
     Fewer than `min_n` replicates (an Estimate's n; ranges and exact values count as enough when
     min_n is 1): inconclusive. levels: the arms' levels against the optimum or baseline, as text
     for the ceiling / floor reason (e.g. 'means 0.999, 1.000; optimum 1'); level_margin: the
-    margin of those checks when it is not the effect's (e.g. a level margin beside a slope margin)."""
+    margin of those checks when it is not the effect's (e.g. a level margin beside a slope margin).
+    floor_reason: the reason of a floor verdict when the caller's floor is not 'every arm at the
+    baseline' but another state of the arms (e.g. a compared arm that never left the baseline);
+    moving_text: what is still moving, for the not-converged reasons (default: 'a curve that could
+    change that is still moving at the end'; e.g. an arm on its plateau that a longer budget moves)."""
     if claim not in CLAIMS:
         raise ValueError(f"decide: claim must be one of {CLAIMS}, got {claim!r}")
     m_txt = margin_text or (f"±{margin:g}" + (f" {unit}" if unit else ""))
     checks = dict(ceiling=yes_no(ceiling), floor=yes_no(floor),
-                  converged=_converged_check(moving_up, moving_down), controls=yes_no(controls))
+                  converged=converged_check(moving_up, moving_down), controls=yes_no(controls))
     base = dict(test=test or effect.method, effect=effect.text(digits, unit), margin=m_txt, checks=checks)
     lv = f" ({levels})" if levels else ""
     lm = m_txt if level_margin is None else f"{level_margin:g}"
     if ceiling:
         return Verdict(CEILING, f"every compared arm is within {lm} of the optimum{lv}", **base)
     if floor:
-        return Verdict(FLOOR, f"every compared arm is within {lm} of the baseline or below it{lv}", **base)
+        return Verdict(FLOOR, floor_reason or f"every compared arm is within {lm} of the baseline or below it{lv}",
+                       **base)
+    moving = moving_text or "a curve that could change that is still moving at the end"
     if effect.n < min_n or not effect.known:
         return Verdict(INCONCLUSIVE, f"{effect.n} replicate(s); the rule needs {min_n}", **base)
     r = region(effect.lo, effect.hi, margin)
     iv = f"[{effect.lo:.{digits}g}, {effect.hi:.{digits}g}]"
     if r == STRADDLE:
         if "moving" in (moving_up, moving_down):
-            return Verdict(NOT_CONVERGED, f"the interval {iv} straddles {m_txt} and a curve is still "
-                           "moving at the end", **base)
+            return Verdict(NOT_CONVERGED, f"the interval {iv} straddles {m_txt} and "
+                           + (moving_text or "a curve is still moving at the end"), **base)
         unclear = " (a curve's end slope is unclear)" if "unclear" in (moving_up, moving_down) else ""
         return Verdict(INCONCLUSIVE, f"the interval {iv} straddles {m_txt}{unclear}", **base)
     kind = _BY_REGION[claim][r]
@@ -181,8 +197,7 @@ def decide(effect, margin, claim, *, unit="", test=None, ceiling=None, floor=Non
     down = [q for q in _ORDER if _ORDER[q] < _ORDER[r]]
     if (moving_up == "moving" and any(_BY_REGION[claim][q] != kind for q in up)) or \
             (moving_down == "moving" and any(_BY_REGION[claim][q] != kind for q in down)):
-        return Verdict(NOT_CONVERGED, f"the interval {iv} is {r} {m_txt}, but a curve that could "
-                       f"change that is still moving at the end", **base)
+        return Verdict(NOT_CONVERGED, f"the interval {iv} is {r} {m_txt}, but {moving}", **base)
     where = ({ABOVE: "above 0", BELOW: "below 0", WITHIN: "at 0"} if margin == 0 else
              {ABOVE: f"above +{margin:.3g}", BELOW: f"below −{margin:.3g}", WITHIN: f"within {m_txt}"})[r]
     return Verdict(kind, f"the interval {iv} lies {where}", **base)
@@ -226,6 +241,50 @@ def by_construction(guaranteed, what, *, shown, test="counted / computed by the 
     reason = (f"{guaranteed}; the data show it: {what}" if shown
               else f"{guaranteed}, but the data contradict it: {what} (an implementation defect)")
     return Verdict(kind, reason, test=test, effect=effect, margin=margin)
+
+
+def grid_end(chosen, grid):
+    """'top' or 'bottom' when the learning rate `chosen` is the largest or smallest of a grid of at
+    least two rates (a better rate may lie outside the grid), else None."""
+    grid = sorted({float(x) for x in grid})
+    if len(grid) < 2 or chosen is None or math.isnan(chosen):
+        return None
+    if math.isclose(chosen, grid[-1], rel_tol=1e-9):
+        return "top"
+    if math.isclose(chosen, grid[0], rel_tol=1e-9):
+        return "bottom"
+    return None
+
+
+def censor(v, censored):
+    """The artifact check 'lr censored' where every censored arm counts: censored = [(arm name,
+    chosen lr, 'top' | 'bottom')], the compared arms whose pilot chose an end of its grid. A
+    decided verdict (holds, fails, depends on) becomes plain inconclusive with the reason 'lr
+    censored' (the decision it would have had kept in the reason); an undecided one keeps its kind
+    and gets the note (lr_censor with every arm blocking). No arms: v unchanged."""
+    return lr_censor(v, [(e, lr, end, "", True) for e, lr, end in censored])
+
+
+def pilot_flat(val_losses, chance_loss, optimal_loss=0.0, frac=PLATEAU_FRACTION):
+    """Whether a learning-rate pilot was uninformative: every rate's validation loss (finite
+    values; a diverged rate is none) covered less than `frac` of the way from the chance loss to
+    the optimum (0 where unknown), so the rates were ranked on the initial plateau. None without
+    finite losses or a scale."""
+    opt = 0.0 if optimal_loss is None or math.isnan(optimal_loss) else optimal_loss
+    vals = [x for x in val_losses if x is not None and math.isfinite(x)]
+    if not vals or chance_loss is None or math.isnan(chance_loss) or chance_loss <= opt:
+        return None
+    return all((chance_loss - x) / (chance_loss - opt) < frac for x in vals)
+
+
+def on_plateau(level, baseline, optimum, higher_is_better=True, frac=PLATEAU_FRACTION):
+    """Whether a trained arm's level covered less than `frac` of the way from the baseline (the
+    chance level or the best predictor that ignores the dependency) to the optimum: it has not
+    left its initial plateau. None without both ends."""
+    if any(x is None or math.isnan(x) for x in (level, baseline, optimum)) or optimum == baseline:
+        return None
+    gained = (level - baseline) / (optimum - baseline)
+    return gained < frac
 
 
 def measured(kind, reason, *, test, effect="", margin="", checks=None):

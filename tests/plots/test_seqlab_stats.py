@@ -8,7 +8,8 @@ runs, with notes; TOST equivalent exactly when the 95 % interval lies inside the
 slopes and intervals of exact and noisy lines; per-seed trends and their paired difference; the
 Gehan and sign tests on fully ordered, censored and tied samples (exact p-values by hand: 1/20
 for 3 vs 3 fully separated); Fisher's exact test (1/20 for 3/3 against 0/3); the convergence
-check on flat, still-falling and noisy curves; the draw-count baselines against exact enumeration
+check on flat, still-falling and noisy curves; the best-step rule (a best reached late or early) and
+never_left; the draw-count baselines against exact enumeration
 (the same constants as tests/unit/test_tasks_mqar.cpp) and a Monte-Carlo run. Exit status 0 when
 every check passes.
 """
@@ -225,6 +226,26 @@ def convergence_checks():
         pass
 
 
+def best_step_checks():
+    # A curve creeping up to its end (best within 0.02 first reached at the last step) is moving,
+    # however flat its end slope; one that reached its level early and stayed is flat.
+    late = {s: [(100 * k, 0.02 + 0.004 * k + 0.001 * s) for k in range(1, 31)] for s in range(5)}
+    state, reached, window = ss.best_step_state(late, 0.02, higher_is_better=True)
+    check(state == "moving" and all(x >= 2500 for x in reached.values()) and window == (2420, 3000),
+          f"late best: {state} {reached} {window}")
+    early = {s: [(100 * k, min(0.21, 0.03 * k)) for k in range(1, 31)] for s in range(5)}
+    state, reached, _ = ss.best_step_state(early, 0.02, higher_is_better=True)
+    check(state == "flat" and set(reached.values()) == {700}, f"early best: {state} {reached}")
+    loss = {0: [(100, 4.1), (2000, 3.9), (3000, 3.6)]}
+    check(ss.best_step_state(loss, 0.02)[0] == "moving", "a loss still falling at the end")
+    check(ss.best_step_state({}, 0.02)[0] is None, "no curve")
+    # never_left: every point within tol of the first evaluation.
+    flat = {s: [(100 * k, 0.62 + 0.001 * (k % 3)) for k in range(1, 21)] for s in range(5)}
+    check(ss.never_left(flat, 0.02) is True, "flat at the prior from the first evaluation")
+    check(ss.never_left(early, 0.02) is False, "rose from 0.03 to 0.21")
+    check(ss.never_left({}, 0.02) is None, "no curve")
+
+
 def baselines():
     # Exact enumeration (fractions for the maximum): the constants of tests/unit/test_tasks_mqar.cpp.
     cases = [(2, 16, 17 / 16, 0.6498254817749495), (4, 16, 1381 / 1024, 1.2596590597943813),
@@ -259,6 +280,7 @@ def main():
     trends()
     rank_tests()
     convergence_checks()
+    best_step_checks()
     baselines()
     return finish("test_seqlab_stats: all checks passed")
 

@@ -5,9 +5,10 @@ Checks: decide() gives holds / fails (opposite direction, and equivalence shown 
 difference is claimed) / plain inconclusive (straddling, too few seeds) for each claim type;
 ceiling and floor take precedence over any interval; a still-moving curve makes a verdict
 'inconclusive: not converged' only when that arm could overturn it; decide_rank on censored
-samples; by_construction shown and contradicted; combine() into holds, depends on, fails and the
-shared inconclusive kind; lr_censor on blocking and
-non-blocking censored arms; the rows and counts that make_report renders. Exit status 0 when every
+samples; by_construction shown and contradicted; flat pilots, arms on their plateau, the
+grid's ends and 'lr censored' (lr_censor on blocking and non-blocking arms, censor), the caller's
+floor and not-converged reasons; combine() into holds, depends on, fails and the shared
+inconclusive kind; the rows and counts that make_report renders. Exit status 0 when every
 check passes.
 """
 import os
@@ -185,10 +186,45 @@ def censoring():
     check(c.kind == sv.CEILING and "lr censored: GRU" in c.reason, f"ceiling keeps its kind: {c.kind}")
 
 
+def plateau_and_censoring():
+    # A pilot is flat (uninformative) when every rate stayed within a quarter of the way from the
+    # chance loss to the optimum; one rate beyond that quarter makes it informative.
+    check(sv.pilot_flat([4.136, 3.939, 4.037, 4.070], 4.159) is True, "induction pilot near chance: flat")
+    check(sv.pilot_flat([4.160, 4.097, 1.118, 1.082], 4.159) is False, "one rate left the plateau: not flat")
+    check(sv.pilot_flat([0.657, 0.650], 0.662, 0.0) is True, "duplicate-tagging pilot: flat")
+    check(sv.pilot_flat([float("inf"), float("nan")], 4.159) is None, "every rate diverged: n.a.")
+    check(sv.pilot_flat([2.0], float("nan")) is None, "no chance loss: n.a.")
+    # An arm on its plateau: less than a quarter of the way from the baseline to the optimum.
+    check(sv.on_plateau(0.103, 1 / 64, 1.0) is True, "accuracy 0.10 of 64 symbols: on its plateau")
+    check(sv.on_plateau(0.989, 1 / 64, 1.0) is False, "accuracy 0.99: off it")
+    check(sv.on_plateau(3.60, 4.159, 0.0, higher_is_better=False) is True, "loss 3.60 against chance 4.16")
+    check(sv.on_plateau(1.5, 3.0, float("nan"), higher_is_better=False) is None, "no optimum: n.a.")
+    # The grid's ends, and the censoring of a verdict (decided -> inconclusive, reason kept).
+    grid = [0.001, 0.003, 0.01, 0.03]
+    check(sv.grid_end(0.03, grid) == "top" and sv.grid_end(0.001, grid) == "bottom"
+          and sv.grid_end(0.01, grid) is None and sv.grid_end(0.03, [0.03]) is None, "grid ends")
+    h = sv.decide(UP, 0.02, sv.GREATER)
+    c = sv.censor(h, [("unit keys", 0.03, "top")])
+    check(c.kind == sv.INCONCLUSIVE and "lr censored: unit keys chose 0.03, the top of lr_grid" in c.reason
+          and "would say holds" in c.reason, f"censored holds: {c.kind}: {c.reason}")
+    check(sv.why_inconclusive(c.row("c", "m", "a", "r")) == "lr censored", "named lr censored")
+    w = sv.censor(sv.decide(WIDE, 0.02, sv.GREATER), [("x", 0.001, "bottom")])
+    check(w.kind == sv.INCONCLUSIVE and "straddles" in w.reason and "bottom of lr_grid" in w.reason,
+          f"censored straddle keeps its reason: {w.reason}")
+    check(sv.censor(h, []) is h, "no censored arm: unchanged")
+    # The caller's floor and not-converged reasons replace the generic texts.
+    v = sv.decide(UP, 0.02, sv.GREATER, floor=True, floor_reason="b never left the baseline")
+    check(v.kind == sv.FLOOR and v.reason == "b never left the baseline", f"floor reason: {v.reason}")
+    v = sv.decide(DOWN, 0.02, sv.NO_WORSE, moving_up="moving", moving_text="a longer budget moves a")
+    check(v.kind == sv.NOT_CONVERGED and v.reason.endswith("but a longer budget moves a"),
+          f"moving text: {v.reason}")
+
+
 def main():
     decide_kinds()
     censoring()
     artifact_checks()
+    plateau_and_censoring()
     rank_and_construction()
     combining()
     return finish("test_seqlab_verdict: all checks passed")
