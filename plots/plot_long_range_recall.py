@@ -20,8 +20,7 @@ long_range_recall.meta.json from RESULTS_DIR; writes into RESULTS_DIR/figures (P
                                 loss's scale)
   long_range_recall_copy_curves copy memory's training loss at the longest T against update
   long_range_recall_mqar_width  the width study: MQAR accuracy against width, per model and P
-The gradient verdict also reads the grad_norms tables of RESULTS_DIR/cells/*.json when they are
-there (every position; the merged CSV keeps every k-th distance). Exits 2 naming a missing or
+Exits 2 naming a missing or
 malformed file or column. verdicts(RESULTS_DIR) returns the claim rows of the report
 (plots/make_report.py).
 """
@@ -56,7 +55,6 @@ DIST_COLS = ["task", "model", "length", "seed", "n_pairs", "distance", "n_scored
              "baseline_accuracy", "baseline_loss"]
 GRAD_COLS = ["task", "model", "length", "seq_len", "seed", "phase", "steps_before_end",
              "relative_grad_norm"]
-GRAD_CELL_COLS = GRAD_COLS + ["width"]
 ATT_COLS = ["task", "model", "length", "seq_len", "seed", "example", "solved", "layer", "head",
             "query_pos", "key_pos", "query_token", "key_token", "attention_prob"]
 PILOT_COLS = ["task", "model", "length", "seed", "lr", "val_loss", "chosen"]
@@ -112,35 +110,12 @@ class Data:
         self.min_delta = float(cfg.get("min_delta", 0.01))  # the stopping rule's relative gain
         self.long_lr = cfg.get("long_lr")
         self.long_steps = cfg.get("long_steps")
-        self._cell_grad = None
 
     def cell_grad(self):
-        """(rows, source): the gradient-norm rows of every cell at every position (2·S per cell and
-        phase pair) from RESULTS_DIR/cells/*.json, the cell files the merge joins (their
-        grad_norms table: the same columns as the CSV), when that directory holds them; else the
-        merged CSV's rows, which keep every k-th distance only (README "Output"). Width 0 only."""
-        if self._cell_grad is None:
-            import glob
-            import json
-            files = sorted(glob.glob(os.path.join(self.res, "cells", "*.json")))
-            rows = []
-            for f in files:
-                try:
-                    with open(f) as fh:
-                        t = json.load(fh)["tables"]["grad_norms"]
-                    cols = t["columns"]
-                    ix = {c: cols.index(c) for c in GRAD_CELL_COLS}
-                    for r in t["rows"]:
-                        if float(r[ix["width"]]) == 0:
-                            rows.append({c: (r[ix[c]] if c in ("task", "model", "phase") else float(r[ix[c]]))
-                                         for c in GRAD_CELL_COLS})
-                except (OSError, ValueError, KeyError, TypeError) as e:
-                    raise st.DataError(f"{f}: no readable grad_norms table ({e})")
-            if rows:
-                self._cell_grad = (rows, f"the cells' full rows ({len(files)} cell files, every position)")
-            else:
-                self._cell_grad = (self.grad, "the merged CSV's rows (every k-th distance; no cell files)")
-        return self._cell_grad
+        """(rows, source): the merged CSV's gradient-norm rows, every position of every cell and
+        phase pair (width 0)."""
+        return ([r for r in self.grad if float(r.get("width", 0) or 0) == 0],
+                "the merged CSV's rows (every position)")
 
     def _read(self, key, cols, numeric, allow_empty=False, optional=()):
         """Rows with `cols` required and `numeric` parsed; `optional` numeric columns are parsed

@@ -64,8 +64,6 @@ namespace {
 
 constexpr const char* kName = "long_range_recall";
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-// Merged gradient table: about this many distances per cell and phase (main: merge_keep).
-constexpr long kGradPoints = 16;
 // Merged attention table: entries of at least this probability (the cells keep those >= 0.01).
 constexpr double kMergedAttention = 0.05;
 
@@ -518,20 +516,12 @@ int main(int argc, char** argv) {
       {"attention", with_ids({"example", "solved", "layer", "head", "query_pos", "key_pos",
                               "query_token", "key_token", "attention_prob"})},
   };
-  // The two per-position tables, merged as reduced views (the cell files keep every row): the
-  // gradient profile at evenly spaced distances (about kGradPoints per cell and phase, the
-  // distance 0 included); the attention maps' entries of at least kMergedAttention, of the
-  // matched-budget cells at their task's longest length (the one the figure draws; every length
-  // when <task>_lengths is "all").
+  // The attention maps are merged as a reduced view (the cell files keep every row): their
+  // entries of at least kMergedAttention, of the matched-budget cells at their task's longest
+  // length (the one the figure draws; every length when <task>_lengths is "all"). The gradient
+  // profile is merged whole (every position), as the decay-rate verdict reads it.
   for (auto& t : spec.tables) {
-    if (t.name == "grad_norms") {
-      const std::size_t s_col = column_index(t.columns, "seq_len"), d_col = column_index(t.columns, "steps_before_end");
-      t.merge_keep = [s_col, d_col](const Cell&, const std::vector<std::string>& f) {
-        const long S = std::stol(f[s_col]), d = std::stol(f[d_col]);
-        const long stride = std::max<long>(1, (S + kGradPoints - 1) / kGradPoints);
-        return d % stride == 0;
-      };
-    } else if (t.name == "attention") {
+    if (t.name == "attention") {
       const std::size_t p_col = column_index(t.columns, "attention_prob");
       t.merge_keep = [p_col](const Cell& c, const std::vector<std::string>& f) {
         const auto own = c.get_int_list(c.get_string("task") + "_lengths");
