@@ -905,19 +905,28 @@ def _fmt_contrast(eff):
     return f"{eff.value:+.3f} [{eff.lo:.3f}, {eff.hi:.3f}]"
 
 
-def _attention_alone(shown, counted_parts):
+def _attention_alone(shown, counted_parts, mha_vs_layer=None, margin=None):
     """The sentence on self-attention alone beside the Transformer layer, from the shown MHA
-    contrasts and the counted layer contrasts ({recurrent label: (effect, Verdict)} each): for the
-    recurrent layers the layer leads (interval above 0) while MHA's interval contains 0, the
-    layer's lead is not attention's; '' when there is no such layer."""
-    layers = [lab for lab, (e, _) in counted_parts.items()
-              if e.lo > 0 and lab in shown and shown[lab][0].lo <= 0 <= shown[lab][0].hi]
-    if not layers:
+    contrasts and the counted layer contrasts ({recurrent label: (effect, Verdict)} each) and the
+    contrast MHA − layer (an effect, or None): where the layer leads a recurrent layer (interval
+    above 0), its lead is called not attention's only when MHA is equivalent to that recurrent layer
+    (interval within ±margin) and below the layer (MHA − layer interval below 0); otherwise the
+    sentence says the attribution is not decided. '' when the layer leads none."""
+    leads = [lab for lab, (e, _) in counted_parts.items() if e.lo > 0 and lab in shown]
+    if not leads:
         return ""
-    return (f"; the Transformer encoder layer's lead over {', '.join(layers)} is not self-attention's: "
-            f"{LABEL['self_attention']} alone, whose intervals against {'them' if len(layers) > 1 else 'it'} "
-            f"contain 0, does no better; what the layer adds to the same attention is its feed-forward GEMMs "
-            f"(4·B·n·D·F FLOPs per forward) and two LayerNorms")
+    vs_layer = f"; {LABEL['self_attention']} − the layer {_fmt_contrast(mha_vs_layer)}" if mha_vs_layer else ""
+    equivalent = margin is not None and all(-margin <= shown[lab][0].lo and shown[lab][0].hi <= margin
+                                            for lab in leads)
+    if equivalent and mha_vs_layer is not None and mha_vs_layer.hi < 0:
+        return (f"; the Transformer encoder layer's lead over {', '.join(leads)} is not self-attention's: "
+                f"{LABEL['self_attention']} alone scales like {'them' if len(leads) > 1 else 'it'} (equivalent "
+                f"within ±{margin:.3g}) and below the layer{vs_layer}; what the layer adds to the same attention "
+                f"is its feed-forward GEMMs (4·B·n·D·F FLOPs per forward) and two LayerNorms")
+    return (f"; whether the Transformer encoder layer's lead over {', '.join(leads)} is self-attention's or its "
+            f"feed-forward GEMMs' is not decided here: {LABEL['self_attention']} alone against "
+            f"{'them' if len(leads) > 1 else 'it'} is not shown equivalent within ±{margin:.3g}"
+            f"{' nor below the layer' if mha_vs_layer is None or mha_vs_layer.hi >= 0 else ''}{vs_layer}")
 
 
 def _v_scaling(data):
@@ -972,6 +981,10 @@ def _v_scaling(data):
         if mha:
             shown_eff[LABEL[r]] = _contrast_part(est[mha], est[r], LABEL[mha], LABEL[r], margin, mt, optimum, "×",
                                                  f"ln speedup {LABEL[mha]} − {LABEL[r]}")
+    mha_vs_layer = None
+    if mha:
+        mha_vs_layer, _ = _contrast_part(est[mha], est[att], LABEL[mha], LABEL[att], margin, mt, optimum, "×",
+                                         f"ln speedup {LABEL[mha]} − {LABEL[att]}")
     v = sv.combine(parts, condition="the recurrent layer")
     contrasts = "; ".join(f"{LABEL[att]} − {lab} {_fmt_contrast(e)}" for lab, (e, _) in counted_eff.items())
     alone = ("; shown, not counted, by the same rule: "
@@ -982,7 +995,7 @@ def _v_scaling(data):
                 f"forward+backward, batch {shape['batch']:g}, d_model {shape['d']:g}, the rule's statistic (per round "
                 f"the geometric mean over seq_len of t₁/t_N, geometric mean over the rounds; 95 % interval over "
                 f"rounds): " + "; ".join(meas) + f"; ln speedup contrasts (Welch): {contrasts}" + alone
-                + _attention_alone(shown_eff, counted_eff)
+                + _attention_alone(shown_eff, counted_eff, mha_vs_layer, margin)
                 + "; for comparison, the ratio of per-case medians (the main table's speedup column), geometric mean "
                   "over seq_len, which low rounds move less: " + ", ".join(medians))
     return v.row(claim, measured, anchor, rule)
