@@ -44,6 +44,7 @@ import argparse
 import glob
 import importlib.util
 import os
+import shutil
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -453,21 +454,46 @@ def main(argv):
     if args.quick is not None and not os.path.isdir(args.quick):
         st.fail(f"--quick: quick results directory not found: {args.quick} (run ./run_all.sh for the quick run, "
                 f"or leave out --quick)")
-    if args.readme is not None and not os.path.isfile(args.readme):
-        st.fail(f"--readme: file not found: {args.readme}")
+    readme_path = None
+    if args.readme is not None:
+        if not os.path.exists(args.readme):
+            st.fail(f"--readme: file not found: {args.readme}")
+        readme_path = os.path.realpath(args.readme)  # a link's target is the file rewritten
+        if not os.path.isfile(readme_path):
+            st.fail(f"--readme: not a regular file: {args.readme}")
+        if not os.access(readme_path, os.R_OK | os.W_OK):
+            st.fail(f"--readme: {args.readme} is not readable and writable by this user")
     try:
         text = render(res, args.quick)
         readme = None
-        if args.readme is not None:
-            with open(args.readme) as f:
-                readme = replace_readme_block(f.read(), readme_block(res, args.quick, args.readme), args.readme)
+        if readme_path is not None:
+            try:
+                with open(readme_path, encoding="utf-8", newline="") as f:
+                    old = f.read()
+            except (OSError, UnicodeDecodeError) as e:
+                raise st.DataError(f"--readme: cannot read {args.readme} as UTF-8 text ({e})")
+            nl = "\r\n" if "\r\n" in old else "\n"
+            readme = replace_readme_block(old.replace("\r\n", "\n"), readme_block(res, args.quick, readme_path),
+                                          args.readme).replace("\n", nl)
     except st.DataError as e:
         st.fail(str(e))
-    writes = [(os.path.join(res, "REPORT.md"), text)] + ([(args.readme, readme)] if readme is not None else [])
-    for path, body in writes:
-        tmp = path + f".tmp.{os.getpid()}"
-        with open(tmp, "w") as f:
-            f.write(body)
+    writes = [(os.path.join(res, "REPORT.md"), text)] + ([(readme_path, readme)] if readme is not None else [])
+    # Every temporary file first, then the renames: a write that fails replaces nothing.
+    tmps = []
+    try:
+        for path, body in writes:
+            tmp = path + f".tmp.{os.getpid()}"
+            tmps.append(tmp)
+            with open(tmp, "w", encoding="utf-8", newline="") as f:
+                f.write(body)
+            if os.path.exists(path):
+                shutil.copymode(path, tmp)
+    except OSError as e:
+        for tmp in tmps:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        st.fail(f"cannot write {os.path.dirname(tmps[-1]) or '.'}: {e.strerror or e}")
+    for (path, _), tmp in zip(writes, tmps):
         os.replace(tmp, path)
         print(os.path.abspath(path))
 

@@ -142,8 +142,10 @@ StoredCell adopt_cell(const fs::path& file, const Cell& cell, const nlohmann::js
   std::vector<fs::path> candidates;
   for (fs::directory_iterator it(file.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
     const std::string other = it->path().filename().string();
+    std::error_code type_ec;  // regular files only: a FIFO or device named like a cell is not read
     if (other != name && other.size() == name.size() && other.compare(0, prefix.size(), prefix) == 0 &&
-        other.compare(other.size() - 5, 5, ".json") == 0)
+        other.compare(other.size() - 5, 5, ".json") == 0 && it->is_regular_file(type_ec) &&
+        !it->is_symlink(type_ec))
       candidates.push_back(it->path());
   }
   std::sort(candidates.begin(), candidates.end());

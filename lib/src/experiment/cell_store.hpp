@@ -33,7 +33,8 @@ struct StoredCell {
 StoredCell load_cell(const std::filesystem::path& file, const Cell& cell,
                      const nlohmann::json& fingerprint, const ExperimentSpec& spec);
 
-/// A stored result of `cell` under another file name: a file of `file`'s directory with the same
+/// A stored result of `cell` under another file name: a regular file (not a link) of `file`'s
+/// directory with the same
 /// label and another fingerprint hash whose own checksum verifies and whose fingerprint, less the
 /// cell's grid-only keys (OptionSpec::grid_only, ExperimentSpec::unread_keys), equals
 /// `fingerprint`. Such a file was written before those keys left the fingerprint (a key declared
