@@ -758,10 +758,40 @@ def lr_censored(d, task, encodings):
     return out
 
 
+def plateau_seeds(d, task, encodings):
+    """[(encoding, seeds on the plateau, seeds)] of the trained arms behind `encodings` (the rope
+    variants use rope's weights) with a seed whose 1x accuracy covered less than
+    seqlab_verdict.PLATEAU_FRACTION of the way from the baseline to 1 (on_plateau): that model never
+    learned the task, so its degradation beyond L_train says nothing. Accuracy tasks only."""
+    if is_lm(task):
+        return []
+    out = []
+    base = baseline_at(d["eval"], task, 1, primary_mode(task))
+    for enc in dict.fromkeys(PILOT_ARM.get(e, e) for e in encodings):
+        one = level(d["eval"], task, enc, "zero_shot", 1, primary_mode(task))
+        flat = [s for s, a in one.items() if sv.on_plateau(a, base, 1.0)]
+        if flat:
+            out.append((enc, len(flat), len(one)))
+    return out
+
+
 def censor(v, d, task, encodings):
-    """seqlab_verdict.censor (the artifact check 'lr censored') with the arms behind `encodings`
-    whose pilot chose an end of the grid (lr_censored)."""
-    return sv.censor(v, lr_censored(d, task, encodings))
+    """The artifact checks on the arms behind `encodings`: seqlab_verdict.censor ('lr censored')
+    with those whose pilot chose an end of the grid (lr_censored); then, where a compared arm has
+    seeds that never left the baseline plateau at 1x (plateau_seeds), a decided verdict becomes
+    plain inconclusive named 'comparator on its plateau' (the decision it would have had kept in
+    the reason) and an undecided one gets the note."""
+    v = sv.censor(v, lr_censored(d, task, encodings))
+    flat = plateau_seeds(d, task, encodings)
+    if not flat:
+        return v
+    note = ("the comparator never left its baseline plateau at 1x (" +
+            ", ".join(f"{e} in {k}/{n} seeds" for e, k, n in flat) + ")")
+    if v.kind in (sv.HOLDS, sv.FAILS, sv.DEPENDS):
+        return sv.Verdict(sv.INCONCLUSIVE, f"{note}; the interval alone would say {v.text}: {v.reason}",
+                          test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
+    v.reason = f"{v.reason}; {note}"
+    return v
 
 
 def per_ratio_text(d, task, a_enc, b_enc, mode, ratios, unit):
