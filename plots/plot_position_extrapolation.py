@@ -873,19 +873,29 @@ def trained_rows(d, task):
 
     # 2. RoPE degrades less than sinusoidal.
     if has_arm(evals, task, "sinusoidal") and has_arm(evals, task, "rope"):
-        ds = degradation(evals, task, "sinusoidal", "zero_shot", mode, beyond)
-        dr = degradation(evals, task, "rope", "zero_shot", mode, beyond)
-        eff = ss.paired_difference(ds, dr, what=f"degradation(sinusoidal) − degradation(rope), {unit}")
-        fl = (at_floor(d, task, "rope", "zero_shot", [1], mode) or at_floor(d, task, "sinusoidal", "zero_shot", [1], mode)
-              or (at_floor(d, task, "rope", "zero_shot", beyond, mode)
-                  and at_floor(d, task, "sinusoidal", "zero_shot", beyond, mode)))
-        ce = (None if lm else bool(at_ceiling(d, task, "rope", "zero_shot", ratios, mode)
-                                   and at_ceiling(d, task, "sinusoidal", "zero_shot", ratios, mode)))
-        v = sv.decide(eff, m, sv.GREATER, unit=unit, ceiling=ce, floor=bool(fl),
-                      moving_up=state(d, task, "rope", "zero_shot"), moving_down=state(d, task, "sinusoidal", "zero_shot"),
-                      controls=controls(d, task, {("sinusoidal", "zero_shot"), ("rope", "zero_shot")}),
-                      level_margin=TEXT_MARGIN if lm else LEVEL_ACC, levels=f"{lv('rope')}; {lv('sinusoidal')}",
-                      test="paired t over seeds of the two degradations (beyond L_train minus 1x)")
+        def rope_part(md):
+            ds = degradation(evals, task, "sinusoidal", "zero_shot", md, beyond)
+            dr = degradation(evals, task, "rope", "zero_shot", md, beyond)
+            eff = ss.paired_difference(ds, dr, what=f"degradation(sinusoidal) − degradation(rope), {unit}"
+                                       + (f" ({md})" if lm else ""))
+            fl = (at_floor(d, task, "rope", "zero_shot", [1], md) or at_floor(d, task, "sinusoidal", "zero_shot", [1], md)
+                  or (at_floor(d, task, "rope", "zero_shot", beyond, md)
+                      and at_floor(d, task, "sinusoidal", "zero_shot", beyond, md)))
+            ce = (None if lm else bool(at_ceiling(d, task, "rope", "zero_shot", ratios, md)
+                                       and at_ceiling(d, task, "sinusoidal", "zero_shot", ratios, md)))
+            return sv.decide(eff, m, sv.GREATER, unit=unit, ceiling=ce, floor=bool(fl),
+                             moving_up=state(d, task, "rope", "zero_shot"),
+                             moving_down=state(d, task, "sinusoidal", "zero_shot"),
+                             controls=controls(d, task, {("sinusoidal", "zero_shot"), ("rope", "zero_shot")}),
+                             level_margin=TEXT_MARGIN if lm else LEVEL_ACC, levels=f"{lv('rope')}; {lv('sinusoidal')}",
+                             test="paired t over seeds of the two degradations (beyond L_train minus 1x)")
+        # Text in both of Press et al.'s evaluation modes (as the ALiBi row), combined; a task of rows in its one.
+        modes = [x for x in ("non_overlapping", "sliding") if select(evals, task, "rope", "zero_shot", "all", x)] \
+            if lm else [mode]
+        if len(modes) > 1:
+            v = sv.combine([(x.replace("_", "-"), rope_part(x)) for x in modes], condition="the evaluation mode")
+        else:
+            v = rope_part(modes[0] if modes else mode)
         out.append(censor(v, d, task, ("sinusoidal", "rope")).row(
             claim=f"Rotary (RoPE) degrades less than sinusoidal beyond the training length ({task})",
             measured=f"{lvl} at {', '.join(f'{x}x' for x in ratios)}: {lv('rope')}; {lv('sinusoidal')}"
