@@ -927,8 +927,23 @@ def trained_rows(d, task):
             ce = (None if lm else bool(at_ceiling(dv, task, "rope_pi", "finetuned", inside, mode)
                                        and at_ceiling(dv, task, "rope", "finetuned", inside, mode)))
             arms = {("rope_pi", "finetuned"), ("rope", "finetuned")}
+            # Still moving: the difference after the last evaluated fine-tune update differs from the
+            # verdict budget's by more than the margin (PI catching up, or falling behind).
+            move_up = move_down = move_txt = None
+            last = max(finetune_budgets(full["eval"], task))
+            if last > budget:
+                evl = at_budget(full, task, sc, last)["eval"]
+                e_last = ss.paired_difference(mean_beyond(evl, task, "rope_pi", "finetuned", mode, inside),
+                                              mean_beyond(evl, task, "rope", "finetuned", mode, inside))
+                shift = e_last.value - eff.value
+                if abs(shift) > m:
+                    move_up, move_down = ("moving", None) if shift > 0 else (None, "moving")
+                    move_txt = (f"the difference moves from {eff.value:+.3g} after {budget} to {e_last.value:+.3g} "
+                                f"after {last} fine-tune updates (by more than the margin): the fine-tune is still "
+                                f"moving")
             parts.append((f"rate {sc:g} × the pilot's", sv.decide(
                 eff, m, sv.GREATER, unit=unit, ceiling=ce, floor=fl, controls=controls(d, task, arms),
+                moving_up=move_up, moving_down=move_down, moving_text=move_txt,
                 level_margin=TEXT_MARGIN if lm else LEVEL_ACC,
                 levels=f"{levels_text(dv, task, 'rope_pi', 'finetuned', inside, mode)}; "
                        f"{levels_text(dv, task, 'rope', 'finetuned', inside, mode)}",

@@ -229,6 +229,14 @@ def main():
                    and v["claim"].endswith("(passkey)"))
         check(got["verdict"] == "holds" and "3 fine-tune updates" in got["claim"],
               f"PI fine-tuned above direct at the budget: {got['verdict']} ({got['claim']})")
+        # Read after 2 of the 3 updates (FT_BUDGET 2), PI is below direct there (fails) but passes it
+        # by the last evaluation: the fine-tune is still moving, so the row is not converged.
+        saved_budget, plot.FT_BUDGET = plot.FT_BUDGET, 2
+        early = next(v for v in plot.verdicts(ed) if v["claim"].startswith("Position interpolation with fine-tuning")
+                     and v["claim"].endswith("(passkey)"))
+        plot.FT_BUDGET = saved_budget
+        check(early["verdict"] == "inconclusive: not converged" and "after 3 fine-tune updates" in early["reason"],
+              f"the difference still moving after the budget: {early['verdict']}: {early['reason']}")
         # The same row with rope's seed 0 on its plateau at 1x (accuracy at the baseline): the
         # decided verdict becomes inconclusive, named.
         def rope_seed0_flat(header, body):
