@@ -1038,8 +1038,22 @@ def trained_rows(d, task):
             b = {s: sign * v for s, v in level(dv["eval"], task, "rope", "zero_shot", 1, mode).items()}
             eff = ss.paired_difference(a, b, what=("loss(rope before) − loss(rope_pi fine-tuned) at 1x, nats" if lm else
                                                     "accuracy(rope_pi fine-tuned) − accuracy(rope before) at 1x"))
+            # Still moving: PI's 1x level after the last evaluated update differs from the budget's by
+            # more than the margin.
+            move_up = move_down = move_txt = None
+            last = max(finetune_budgets(full["eval"], task))
+            if last > budget:
+                dl = at_budget(full, task, sc, last)
+                a_last = {s: sign * v for s, v in level(dl["eval"], task, "rope_pi", "finetuned", 1, mode).items()}
+                e_last = ss.paired_difference(a_last, b)
+                shift = e_last.value - eff.value
+                if abs(shift) > m:
+                    move_up, move_down = ("moving", None) if shift > 0 else (None, "moving")
+                    move_txt = (f"the change moves from {eff.value:+.3g} after {budget} to {e_last.value:+.3g} after "
+                                f"{last} fine-tune updates (by more than the margin): the fine-tune is still moving")
             parts.append((f"rate {sc:g} × the pilot's", sv.decide(
                 eff, m, sv.NO_WORSE, unit=unit, floor=at_floor(dv, task, "rope", "zero_shot", [1], mode),
+                moving_up=move_up, moving_down=move_down, moving_text=move_txt,
                 ceiling=(None if lm else bool(at_ceiling(dv, task, "rope", "zero_shot", [1], mode)
                                               and at_ceiling(dv, task, "rope_pi", "finetuned", [1], mode))),
                 controls=True, level_margin=TEXT_MARGIN if lm else LEVEL_ACC,

@@ -232,9 +232,14 @@ def main():
         # Read after 2 of the 3 updates (FT_BUDGET 2), PI is below direct there (fails) but passes it
         # by the last evaluation: the fine-tune is still moving, so the row is not converged.
         saved_budget, plot.FT_BUDGET = plot.FT_BUDGET, 2
-        early = next(v for v in plot.verdicts(ed) if v["claim"].startswith("Position interpolation with fine-tuning")
-                     and v["claim"].endswith("(passkey)"))
+        early_rows = plot.verdicts(ed)
         plot.FT_BUDGET = saved_budget
+        early = next(v for v in early_rows if v["claim"].startswith("Position interpolation with fine-tuning")
+                     and v["claim"].endswith("(passkey)"))
+        keep1 = next(v for v in early_rows if v["claim"].startswith("Position interpolation keeps the in-window")
+                     and v["claim"].endswith("(passkey)"))
+        check(keep1["verdict"] == "inconclusive: not converged" and "the change moves from" in keep1["reason"],
+              f"PI's 1x level still moving after the budget: {keep1['verdict']}: {keep1['reason']}")
         check(early["verdict"] == "inconclusive: not converged" and "after 3 fine-tune updates" in early["reason"],
               f"the difference still moving after the budget: {early['verdict']}: {early['reason']}")
         # The same row with rope's seed 0 on its plateau at 1x (accuracy at the baseline): the
