@@ -112,10 +112,10 @@ class Data:
         self.long_steps = cfg.get("long_steps")
 
     def cell_grad(self):
-        """(rows, source): the merged CSV's gradient-norm rows, every position of every cell and
-        phase pair (width 0)."""
+        """(rows, source): the merged CSV's gradient-norm rows of width 0 (at each task's longest
+        length: every position with a nonzero norm; MQAR every k-th distance)."""
         return ([r for r in self.grad if float(r.get("width", 0) or 0) == 0],
-                "the merged CSV's rows (every position)")
+                "the merged CSV's rows (every position with a nonzero norm)")
 
     def _read(self, key, cols, numeric, allow_empty=False, optional=()):
         """Rows with `cols` required and `numeric` parsed; `optional` numeric columns are parsed
@@ -1022,7 +1022,7 @@ def grad_rate(points):
 
 def grad_rates(data, task, length):
     """{(model, phase): {seed: decay rate (decades per step)}} of the cells of `task` at `length`,
-    from Data.cell_grad's rows (every position when the cell files are there)."""
+    from Data.cell_grad's rows (every position with a nonzero norm at the task's longest length)."""
     rows, _ = data.cell_grad()
     prof = defaultdict(list)
     for r in rows:
@@ -1056,7 +1056,7 @@ def grad_verdict(data):
         rates = grad_rates(data, task, L)
         if ("lstm", "init") not in rates or ("transformer_decoder", "init") not in rates:
             raise st.DataError(f"{data.paths['grad']}: task {task} needs lstm and transformer_decoder rows")
-        dmax = int(max(r["steps_before_end"] for r in rows_all if r["task"] == task and r["length"] == L))
+        dmax = int(max(r["seq_len"] for r in rows_all if r["task"] == task and r["length"] == L)) - 1
         dmaxes[task] = dmax
         ph_txt = []
         for phase in ["init", "trained"]:

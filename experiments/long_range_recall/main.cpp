@@ -64,6 +64,8 @@ namespace {
 
 constexpr const char* kName = "long_range_recall";
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Merged MQAR gradient table: about this many distances per cell and phase (main: merge_keep).
+constexpr long kGradPoints = 16;
 // Merged attention table: entries of at least this probability (the cells keep those >= 0.01).
 constexpr double kMergedAttention = 0.05;
 
@@ -516,17 +518,31 @@ int main(int argc, char** argv) {
       {"attention", with_ids({"example", "solved", "layer", "head", "query_pos", "key_pos",
                               "query_token", "key_token", "attention_prob"})},
   };
-  // The attention maps are merged as a reduced view (the cell files keep every row): their
-  // entries of at least kMergedAttention, of the matched-budget cells at their task's longest
-  // length (the one the figure draws; every length when <task>_lengths is "all"). The gradient
-  // profile is merged whole (every position), as the decay-rate verdict reads it.
+  // The two per-position tables are merged as reduced views of the cells at their task's longest
+  // length, width 0 (what the figures and the gradient verdict read; every length when
+  // <task>_lengths is "all"); the cell files keep every row. Attention: the entries of at least
+  // kMergedAttention. Gradient: every position with a nonzero norm (an underflow to 0 carries no
+  // decay rate), except MQAR, which the decay-rate verdict leaves out (its loss sits on query
+  // positions spread through the sequence): every k-th distance, k = ceil(S / kGradPoints).
+  const auto at_longest = [](const Cell& c) {
+    const auto own = c.get_int_list(c.get_string("task") + "_lengths");
+    return c.get_int("width") == 0 &&
+           (own.empty() || c.get_int("length") == *std::max_element(own.begin(), own.end()));
+  };
   for (auto& t : spec.tables) {
     if (t.name == "attention") {
       const std::size_t p_col = column_index(t.columns, "attention_prob");
-      t.merge_keep = [p_col](const Cell& c, const std::vector<std::string>& f) {
-        const auto own = c.get_int_list(c.get_string("task") + "_lengths");
-        const bool longest = own.empty() || c.get_int("length") == *std::max_element(own.begin(), own.end());
-        return longest && c.get_int("width") == 0 && std::stod(f[p_col]) >= kMergedAttention;
+      t.merge_keep = [p_col, at_longest](const Cell& c, const std::vector<std::string>& f) {
+        return at_longest(c) && std::stod(f[p_col]) >= kMergedAttention;
+      };
+    } else if (t.name == "grad_norms") {
+      const std::size_t s_col = column_index(t.columns, "seq_len"), d_col = column_index(t.columns, "steps_before_end"),
+                        g_col = column_index(t.columns, "relative_grad_norm");
+      t.merge_keep = [s_col, d_col, g_col, at_longest](const Cell& c, const std::vector<std::string>& f) {
+        if (!at_longest(c)) return false;
+        if (c.get_string("task") != "mqar") return std::stod(f[g_col]) > 0;  // nan compares false: left out
+        const long S = std::stol(f[s_col]), d = std::stol(f[d_col]);
+        return d % std::max<long>(1, (S + kGradPoints - 1) / kGradPoints) == 0;
       };
     }
   }
