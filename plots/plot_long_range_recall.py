@@ -792,9 +792,10 @@ def pilot_end(data, task, model, length, width=0):
         return None
     score, c, base, spread = p
     grid = sorted(score)
-    if len(grid) < 2 or c not in (grid[0], grid[-1]):
+    end = sv.grid_end(c, grid)
+    if end is None:
         return None
-    end, nb = ("top", grid[-2]) if c == grid[-1] else ("bottom", grid[1])
+    nb = grid[-2] if end == "top" else grid[1]
     if math.isnan(spread):
         return c, end, "improving", " (pilot not classified)"
     gain = (score[nb] - score[c]) / base if not math.isnan(score[nb]) else float("inf")
