@@ -270,11 +270,16 @@ def cannot_decide(modules):
     return out
 
 
-def render(res, quick_dir=None):
+def load_runs(res, quick_dir=None):
+    """(load_run(res), load_run(quick_dir) or None): the runs render and readme_block read."""
+    return load_run(res), (load_run(quick_dir) if quick_dir is not None else None)
+
+
+def render(res, quick_dir=None, runs=None):
     """The report's text for the results directory `res`; with `quick_dir`, compared with the
-    quick run there (module docstring). Raises st.DataError on a malformed CSV or meta.json."""
-    sections = load_run(res)
-    quick = load_run(quick_dir) if quick_dir is not None else None
+    quick run there (module docstring); `runs`: load_runs(res, quick_dir) when already loaded.
+    Raises st.DataError on a malformed CSV or meta.json."""
+    sections, quick = runs or load_runs(res, quick_dir)
     label = scale_label(sections, "this run")
     end = latest_end(sections, *([quick] if quick else []))
     qrel = os.path.relpath(quick_dir, res) if quick else None  # the quick run, relative to the report
@@ -392,12 +397,12 @@ README_BEGIN = "<!-- verdicts: begin (written by plots/make_report.py --readme; 
 README_END = "<!-- verdicts: end -->"
 
 
-def readme_block(res, quick_dir, readme):
+def readme_block(res, quick_dir, readme, runs=None):
     """The lines of the README's verdict table (between README_BEGIN and README_END): per claim,
     the verdict counts (seqlab_verdict.counts) of the run in `res` and, with `quick_dir`, of the
-    quick run there, each column linking its REPORT.md relative to the README file `readme`."""
-    sections = load_run(res)
-    quick = load_run(quick_dir) if quick_dir is not None else None
+    quick run there, each column linking its REPORT.md relative to the README file `readme`;
+    `runs`: load_runs(res, quick_dir) when already loaded."""
+    sections, quick = runs or load_runs(res, quick_dir)
     base = os.path.dirname(os.path.abspath(readme))
     link = lambda d: os.path.relpath(os.path.join(os.path.abspath(d), "REPORT.md"), base)  # noqa: E731
     label = scale_label(sections, "this run")
@@ -464,7 +469,8 @@ def main(argv):
         if not os.access(readme_path, os.R_OK | os.W_OK):
             st.fail(f"--readme: {args.readme} is not readable and writable by this user")
     try:
-        text = render(res, args.quick)
+        runs = load_runs(res, args.quick)
+        text = render(res, args.quick, runs)
         readme = None
         if readme_path is not None:
             try:
@@ -473,7 +479,7 @@ def main(argv):
             except (OSError, UnicodeDecodeError) as e:
                 raise st.DataError(f"--readme: cannot read {args.readme} as UTF-8 text ({e})")
             nl = "\r\n" if "\r\n" in old else "\n"
-            readme = replace_readme_block(old.replace("\r\n", "\n"), readme_block(res, args.quick, readme_path),
+            readme = replace_readme_block(old.replace("\r\n", "\n"), readme_block(res, args.quick, readme_path, runs),
                                           args.readme).replace("\n", nl)
     except st.DataError as e:
         st.fail(str(e))
