@@ -794,6 +794,23 @@ def censor(v, d, task, encodings):
     return v
 
 
+def still_moving(full, task, scale, budget, eff, margin, what, effect_of):
+    """(moving_up, moving_down, moving_text) for seqlab_verdict.decide on a fine-tune row: the
+    effect `effect_of(eval rows)` after the task's last evaluated fine-tune update (at rate
+    `scale`) against `eff` after the verdicts' `budget`; 'moving' in the direction it shifts when
+    the shift exceeds `margin` (the fine-tune has not settled by the budget), else Nones."""
+    last = max(finetune_budgets(full["eval"], task), default=budget)
+    if last <= budget:
+        return None, None, None
+    e_last = effect_of(at_budget(full, task, scale, last)["eval"])
+    shift = e_last.value - eff.value
+    if not abs(shift) > margin:
+        return None, None, None
+    return (("moving", None) if shift > 0 else (None, "moving")) + (
+        f"the {what} moves from {eff.value:+.3g} after {budget} to {e_last.value:+.3g} after {last} fine-tune "
+        f"updates (by more than the margin): the fine-tune is still moving",)
+
+
 def per_ratio_text(d, task, a_enc, b_enc, mode, ratios, unit):
     """Per ratio beyond 1x, the paired difference of the degradations (a minus b, positive = b
     degrades less) with its interval; 'floor' where both arms are at or worse than the baseline
@@ -927,20 +944,10 @@ def trained_rows(d, task):
             ce = (None if lm else bool(at_ceiling(dv, task, "rope_pi", "finetuned", inside, mode)
                                        and at_ceiling(dv, task, "rope", "finetuned", inside, mode)))
             arms = {("rope_pi", "finetuned"), ("rope", "finetuned")}
-            # Still moving: the difference after the last evaluated fine-tune update differs from the
-            # verdict budget's by more than the margin (PI catching up, or falling behind).
-            move_up = move_down = move_txt = None
-            last = max(finetune_budgets(full["eval"], task))
-            if last > budget:
-                evl = at_budget(full, task, sc, last)["eval"]
-                e_last = ss.paired_difference(mean_beyond(evl, task, "rope_pi", "finetuned", mode, inside),
-                                              mean_beyond(evl, task, "rope", "finetuned", mode, inside))
-                shift = e_last.value - eff.value
-                if abs(shift) > m:
-                    move_up, move_down = ("moving", None) if shift > 0 else (None, "moving")
-                    move_txt = (f"the difference moves from {eff.value:+.3g} after {budget} to {e_last.value:+.3g} "
-                                f"after {last} fine-tune updates (by more than the margin): the fine-tune is still "
-                                f"moving")
+            move_up, move_down, move_txt = still_moving(
+                full, task, sc, budget, eff, m, "difference",
+                lambda ev: ss.paired_difference(mean_beyond(ev, task, "rope_pi", "finetuned", mode, inside),
+                                                mean_beyond(ev, task, "rope", "finetuned", mode, inside)))
             parts.append((f"rate {sc:g} × the pilot's", sv.decide(
                 eff, m, sv.GREATER, unit=unit, ceiling=ce, floor=fl, controls=controls(d, task, arms),
                 moving_up=move_up, moving_down=move_down, moving_text=move_txt,
@@ -1038,19 +1045,10 @@ def trained_rows(d, task):
             b = {s: sign * v for s, v in level(dv["eval"], task, "rope", "zero_shot", 1, mode).items()}
             eff = ss.paired_difference(a, b, what=("loss(rope before) − loss(rope_pi fine-tuned) at 1x, nats" if lm else
                                                     "accuracy(rope_pi fine-tuned) − accuracy(rope before) at 1x"))
-            # Still moving: PI's 1x level after the last evaluated update differs from the budget's by
-            # more than the margin.
-            move_up = move_down = move_txt = None
-            last = max(finetune_budgets(full["eval"], task))
-            if last > budget:
-                dl = at_budget(full, task, sc, last)
-                a_last = {s: sign * v for s, v in level(dl["eval"], task, "rope_pi", "finetuned", 1, mode).items()}
-                e_last = ss.paired_difference(a_last, b)
-                shift = e_last.value - eff.value
-                if abs(shift) > m:
-                    move_up, move_down = ("moving", None) if shift > 0 else (None, "moving")
-                    move_txt = (f"the change moves from {eff.value:+.3g} after {budget} to {e_last.value:+.3g} after "
-                                f"{last} fine-tune updates (by more than the margin): the fine-tune is still moving")
+            move_up, move_down, move_txt = still_moving(
+                full, task, sc, budget, eff, m, "change",
+                lambda ev: ss.paired_difference(
+                    {s: sign * v for s, v in level(ev, task, "rope_pi", "finetuned", 1, mode).items()}, b))
             parts.append((f"rate {sc:g} × the pilot's", sv.decide(
                 eff, m, sv.NO_WORSE, unit=unit, floor=at_floor(dv, task, "rope", "zero_shot", [1], mode),
                 moving_up=move_up, moving_down=move_down, moving_text=move_txt,
