@@ -80,8 +80,10 @@ bool finetunes(const Cell& cell) {
 }
 int steps_of(const Cell& cell) { return cell.get_int32("steps_" + cell.get_string("task")); }
 // The keys a cell never reads (ExperimentSpec::unread_keys): the other tasks' steps_<task> and
-// lr_grid_<task>, and lr_grid where the cell's task has its own grid (lr_grid_of). So extending one
-// task's grid or budget leaves the fingerprints, and the stored results, of the other tasks' cells.
+// lr_grid_<task>, lr_grid where the cell's task has its own grid (lr_grid_of), and the fine-tune
+// keys other than finetune_tasks in a cell that does not fine-tune (finetunes). So extending one
+// task's grid or budget, or the fine-tunes, leaves the fingerprints, and the stored results, of the
+// cells that do not use them.
 std::vector<std::string> unread_keys(const Cell& cell) {
   const std::string& task = cell.get_string("task");
   std::vector<std::string> out;
@@ -91,6 +93,10 @@ std::vector<std::string> unread_keys(const Cell& cell) {
     out.push_back(std::string("lr_grid_") + t);
   }
   if (task == "analysis" || !cell.get_real_list("lr_grid_" + task).empty()) out.push_back("lr_grid");
+  if (!finetunes(cell))
+    for (const char* k : {"finetune_ratio", "finetune_steps", "finetune_batch", "finetune_lr_scale",
+                          "finetune_warmup_steps", "finetune_eval_steps", "finetune_schedule"})
+      out.push_back(k);
   return out;
 }
 // The updates after which a fine-tune is evaluated: finetune_eval_steps below finetune_steps, in

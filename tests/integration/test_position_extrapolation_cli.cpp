@@ -253,6 +253,37 @@ TEST_CASE("position_extrapolation fine-tunes once per rate of finetune_lr_scale"
   CHECK(phases.size() == 6);
 }
 
+TEST_CASE("position_extrapolation leaves the fine-tune keys out of the cells that do not fine-tune",
+          "[integration][position_extrapolation]") {
+  seqlab::test::TempDir d("seqlab_pe_cli");
+  const fs::path out = d.path / "res";
+  auto cell_files = [&](const std::string& encoding) {
+    std::size_t n = 0;
+    for (const auto& e : fs::directory_iterator(out / "cells"))
+      n += e.path().filename().string().find("encoding=" + encoding + "_") != std::string::npos ? 1 : 0;
+    return n;
+  };
+  const Run r = run(tiny(out, {"--task=passkey", "--encoding=sinusoidal,rope"}), d.path);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const std::size_t sinusoidal = cell_files("sinusoidal"), rope = cell_files("rope");
+  REQUIRE(sinusoidal > 0);
+  REQUIRE(rope > 0);
+  // Longer fine-tunes at one more rate: only the rope cell (which fine-tunes) runs again.
+  const Run again = run(tiny(out, {"--task=passkey", "--encoding=sinusoidal,rope", "--finetune_steps=4",
+                                   "--finetune_lr_scale=0.2 0.5", "--finetune_eval_steps=2"}),
+                        d.path);
+  INFO(again.err);
+  REQUIRE(again.code == 0);
+  CHECK(cell_files("sinusoidal") == sinusoidal);
+  CHECK(cell_files("rope") == 2 * rope);
+  const Csv ev = read_csv(out / "position_extrapolation_eval.csv");
+  std::set<double> budgets;
+  for (std::size_t i = 0; i < ev.rows.size(); ++i)
+    if (ev.at(i, "variant") == "finetuned") budgets.insert(ev.num(i, "finetune_step"));
+  CHECK(budgets == std::set<double>{2, 4});
+}
+
 TEST_CASE("position_extrapolation pilots a task's own grid with whole-run trials", "[integration][position_extrapolation]") {
   seqlab::test::TempDir d("seqlab_pe_cli");
   const fs::path out = d.path / "res";
