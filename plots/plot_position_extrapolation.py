@@ -675,7 +675,7 @@ def has_arm(evals, task, enc, variant="zero_shot"):
     return any(r["task"] == task and r["positional_encoding"] == enc and r["variant"] == variant for r in evals)
 
 
-FT_BUDGET = 100  # fine-tune updates after which the verdicts compare the fine-tuned arms (README "Verdicts")
+FT_BUDGET = 500  # the fewest fine-tune updates after which the verdicts compare the fine-tuned arms (README "Verdicts")
 
 
 def ft_scale(r):
@@ -697,13 +697,25 @@ def finetune_budgets(evals, task):
 
 
 def verdict_budget(evals, task):
-    """The fine-tune updates the verdicts read: the largest evaluated budget <= FT_BUDGET, else the
-    smallest; None without fine-tunes."""
+    """The fine-tune updates the verdicts read: the smallest evaluated budget >= FT_BUDGET, else the
+    largest (a run that fine-tuned for fewer updates); None without fine-tunes."""
     steps = finetune_budgets(evals, task)
     if not steps:
         return None
-    short = [x for x in steps if x <= FT_BUDGET]
-    return short[-1] if short else steps[0]
+    long = [x for x in steps if x >= FT_BUDGET]
+    return long[0] if long else steps[-1]
+
+
+def reference_budget(evals, task, budget):
+    """The budget the verdicts' `budget` is checked against for convergence: the last evaluated
+    one after it if any, else the largest evaluated budget <= budget / 2 (the fine-tune's last
+    doubling); None if there is neither."""
+    steps = finetune_budgets(evals, task)
+    after = [x for x in steps if x > budget]
+    if after:
+        return after[-1]
+    half = [x for x in steps if 2 * x <= budget]
+    return half[-1] if half else None
 
 
 def at_budget(d, task, scale, step):
@@ -796,19 +808,48 @@ def censor(v, d, task, encodings):
 
 def still_moving(full, task, scale, budget, eff, margin, what, effect_of):
     """(moving_up, moving_down, moving_text) for seqlab_verdict.decide on a fine-tune row: the
-    effect `effect_of(eval rows)` after the task's last evaluated fine-tune update (at rate
-    `scale`) against `eff` after the verdicts' `budget`; 'moving' in the direction it shifts when
-    the shift exceeds `margin` (the fine-tune has not settled by the budget), else Nones."""
-    last = max(finetune_budgets(full["eval"], task), default=budget)
-    if last <= budget:
+    effect `effect_of(eval rows)` (at rate `scale`) at the verdicts' `budget` (`eff`) against the
+    same effect at reference_budget (the last evaluated update after the budget, else the budget
+    of the fine-tune's last doubling); 'moving' in the direction it shifts from the earlier to the
+    later budget when the shift exceeds `margin` (the fine-tune has not settled), else Nones."""
+    ref = reference_budget(full["eval"], task, budget)
+    if ref is None:
         return None, None, None
-    e_last = effect_of(at_budget(full, task, scale, last)["eval"])
-    shift = e_last.value - eff.value
+    e_ref = effect_of(at_budget(full, task, scale, ref)["eval"])
+    (k0, e0), (k1, e1) = sorted([(ref, e_ref.value), (budget, eff.value)])
+    shift = e1 - e0
     if not abs(shift) > margin:
         return None, None, None
     return (("moving", None) if shift > 0 else (None, "moving")) + (
-        f"the {what} moves from {eff.value:+.3g} after {budget} to {e_last.value:+.3g} after {last} fine-tune "
+        f"the {what} moves from {e0:+.3g} after {k0} to {e1:+.3g} after {k1} fine-tune "
         f"updates (by more than the margin): the fine-tune is still moving",)
+
+
+def finetune_rate_censor(v, full, task, budget, variants, metric_of, higher_is_better):
+    """The artifact check 'lr censored' on a fine-tune row, over the fine-tune rate grid
+    (finetune_lr_scale × the pilot's rate): each of `variants` whose best rate scale after `budget`
+    updates (mean over seeds of `metric_of(eval rows, variant)`, a {seed: value} dict) is an end of
+    a grid of at least two scales (seqlab_verdict.grid_end; a better rate may lie outside it) makes
+    a decided verdict inconclusive (seqlab_verdict.lr_censor). The best scale per variant is also
+    returned as text."""
+    scales = finetune_scales(full["eval"], task)
+    censored, best_txt = [], []
+    for var in variants:
+        means = {}
+        for sc in scales:
+            vals = list(metric_of(at_budget(full, task, sc, budget)["eval"], var).values())
+            if vals:
+                means[sc] = sum(vals) / len(vals)
+        if len(means) < 2:
+            continue
+        best = (max if higher_is_better else min)(means, key=means.get)
+        best_txt.append(f"{var} {best:g}×")
+        end = sv.grid_end(best, list(means))
+        if end:
+            censored.append((f"{var}'s fine-tune", best, end,
+                             f"finetune_lr_scale ({', '.join(f'{x:g}' for x in sorted(means))} × the pilot's rate)",
+                             True, ""))
+    return sv.lr_censor(v, censored), ", ".join(best_txt)
 
 
 def per_ratio_text(d, task, a_enc, b_enc, mode, ratios, unit):
@@ -957,14 +998,18 @@ def trained_rows(d, task):
                 test=f"paired t over seeds of the mean {lvl} beyond L_train up to the fine-tuned length L' = {Lf}, "
                      f"after {budget} fine-tune updates")))
         v = parts[0][1] if len(parts) == 1 else sv.combine(parts, condition="the fine-tune learning rate")
+        v, best_rates = finetune_rate_censor(
+            v, full, task, budget, ("rope_pi", "rope"),
+            lambda ev, var: mean_beyond(ev, task, var, "finetuned", mode, inside), True)
         out.append(censor(v, d, task, ("rope",)).row(
             claim=f"Position interpolation with fine-tuning beats direct fine-tuning at the same cost "
                   f"({budget} fine-tune updates at L' = {Lf}) ({task})",
             measured=f"{lvl} at {', '.join(f'{x}x' for x in ratios)} after {budget} updates: " + "; ".join(
                 f"rate {sc:g}×: " + "; ".join(levels_text(at_budget(full, task, sc, budget), task, e, "finetuned", ratios,
                                                           mode) for e in ("rope_pi", "rope", "rope_ntk"))
-                for sc in scales) + f"; before fine-tuning: {lv('rope')}; L' = {Lf}. Against fine-tune updates: "
-                     + finetune_curve_text(full, task, mode, inside),
+                for sc in scales) + f"; before fine-tuning: {lv('rope')}; L' = {Lf}"
+                     + (f"; best fine-tune rate (mean {lvl} beyond L_train up to L'): {best_rates}" if best_rates else "")
+                     + ". Against fine-tune updates: " + finetune_curve_text(full, task, mode, inside),
             anchor="Chen et al. 2023 §3.2-3.3 (LLaMA 7B-65B, 2048 -> 8192-32768): PI reaches the target window within "
                    "~200-1000 steps (passkey at every depth; PG19 / Proof-pile perplexity falling with the window), "
                    "direct fine-tuning extends the effective window only slowly",
@@ -1057,6 +1102,10 @@ def trained_rows(d, task):
                 controls=True, level_margin=TEXT_MARGIN if lm else LEVEL_ACC,
                 test=f"paired t over seeds (the fine-tuned model after {budget} updates against its own weights before)")))
         v = parts[0][1] if len(parts) == 1 else sv.combine(parts, condition="the fine-tune learning rate")
+        inside6 = [x for x in beyond if x * L <= finetune_len(d, task)] or beyond
+        v, best_rates6 = finetune_rate_censor(
+            v, full, task, budget, ("rope_pi",),
+            lambda ev, var: mean_beyond(ev, task, var, "finetuned", mode, inside6), True)
 
         def one_x(sc):
             dv = at_budget(full, task, sc, budget)
@@ -1068,6 +1117,7 @@ def trained_rows(d, task):
             claim=f"Position interpolation keeps the in-window (1x) quality after fine-tuning ({budget} updates) ({task})",
             measured=f"{lvl} at 1x: rope before {mean_level(evals, task, 'rope', 'zero_shot', 1, mode):.4g}; after "
                      f"{budget} updates: " + "; ".join(one_x(sc) for sc in scales) +
+                     (f"; best fine-tune rate (mean {lvl} beyond L_train up to L'): {best_rates6}" if best_rates6 else "") +
                      ". Against fine-tune updates: " + finetune_curve_text(full, task, mode, [1]),
             anchor="Chen et al. 2023 §3.4, Table 5: the PI-extended models lose little on the original 2048 window "
                    "(small benchmark drops)",

@@ -405,7 +405,8 @@ def counts(rows):
 def lr_censor(v, censored):
     """The artifact check 'lr censored' on verdict v. censored: [(arm, lr, end, detail, blocks)]
     for the compared arms whose learning-rate pilot chose an end of the grid (end 'top' or
-    'bottom'; detail: text after the entry, e.g. the pilot's scores; blocks: whether the choice
+    'bottom'; detail: text after the entry, e.g. the pilot's scores; an optional sixth field names
+    the grid instead of 'lr_grid', '' leaving the name to detail; blocks: whether the choice
     can matter, i.e. the pilot is informative or not classified). A decided verdict (holds,
     fails, depends on) with a blocking arm becomes plain inconclusive with the reason 'lr
     censored: …' and what the interval alone would say; an undecided one gets the note. Arms
@@ -413,7 +414,8 @@ def lr_censor(v, censored):
     the words 'lr censored', so why_inconclusive does not name them."""
     if not censored:
         return v
-    entry = lambda c: f"{c[0]} chose {c[1]:g}, the {c[2]} of lr_grid{c[3]}"  # noqa: E731
+    # an optional sixth field replaces the grid's name ('lr_grid')
+    entry = lambda c: f"{c[0]} chose {c[1]:g}, the {c[2]} of {c[5] if len(c) > 5 else 'lr_grid'}{c[3]}"  # noqa: E731
     block = [c for c in censored if c[4]]
     other = [c for c in censored if not c[4]]
     notes = []

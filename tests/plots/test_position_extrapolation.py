@@ -11,7 +11,9 @@ L_train get no gradient by construction, the tiny models sit at the floor on cop
 edited copies, with the pilot's choice made interior (sinusoidal falling beyond L_train holds, flat
 at 1 is the ceiling, flat below 1 fails, a flatter rope holds, with per-ratio values; ALiBi flat
 holds, falling fails; PI fine-tuned above direct fine-tuning holds at the verdicts' fine-tune
-budget, whatever the other budgets say); a pilot that chose an end of its grid makes a decided
+budget, whatever the other budgets say; a fine-tune row whose effect moved against it by more than
+the margin since the budget, or over the fine-tune's last doubling, is not converged; a best
+fine-tune rate at an end of finetune_lr_scale censors a decided row); a pilot that chose an end of its grid makes a decided
 verdict inconclusive, 'lr censored'; tables without the fine-tune columns (written before them)
 give the same fine-tune verdicts; a CSV without a column or a missing CSV makes the script exit 2
 naming it, and verdicts() raise DataError; a run whose encodings decide no claim still gets its
@@ -203,9 +205,10 @@ def main():
         rewrite_csv(pilot_csv, interior)
 
         # PI fine-tuned against direct fine-tuning (passkey, fine-tuned in tiny.ini for 3 updates,
-        # evaluated after 1, 2 and 3): the verdicts read the largest budget <= plot.FT_BUDGET (3);
-        # PI above direct there holds, whatever the other budgets say.
-        check(plot.FT_BUDGET >= 3, "FT_BUDGET below tiny.ini's fine-tune")
+        # evaluated after 1, 2 and 3): the verdicts read the smallest budget >= plot.FT_BUDGET, else
+        # the largest (3); PI above direct there holds, whatever the other budgets say, and moving
+        # further in PI's favour since the last doubling (after 1) does not unsettle it.
+        check(plot.FT_BUDGET > 3, "FT_BUDGET within tiny.ini's fine-tune")
 
         def set_ft(by_enc_step):
             def fn(header, body):
@@ -225,7 +228,8 @@ def main():
             return fn
         rewrite_csv(eval_csv, set_ft({("rope_pi", 3): 0.9, ("rope", 3): 0.5, ("rope_pi", 1): 0.2, ("rope", 1): 0.8,
                                       ("rope_pi", 2): 0.2, ("rope", 2): 0.8}))
-        got = next(v for v in plot.verdicts(ed) if v["claim"].startswith("Position interpolation with fine-tuning")
+        ft_rows = plot.verdicts(ed)
+        got = next(v for v in ft_rows if v["claim"].startswith("Position interpolation with fine-tuning")
                    and v["claim"].endswith("(passkey)"))
         check(got["verdict"] == "holds" and "3 fine-tune updates" in got["claim"],
               f"PI fine-tuned above direct at the budget: {got['verdict']} ({got['claim']})")
@@ -242,6 +246,19 @@ def main():
               f"PI's 1x level still moving after the budget: {keep1['verdict']}: {keep1['reason']}")
         check(early["verdict"] == "inconclusive: not converged" and "after 3 fine-tune updates" in early["reason"],
               f"the difference still moving after the budget: {early['verdict']}: {early['reason']}")
+        # Read after the last update (3), PI's 1x level is within the margin of rope's before
+        # fine-tuning, but it fell by more than the margin since the last doubling of the fine-tune
+        # (after 1): not converged.
+        with open(eval_csv) as f:
+            before_drop = f.read()
+        rewrite_csv(eval_csv, set_ft({("rope_pi", 1): 1.0, ("rope_pi", 2): 1.0, ("rope_pi", 3): 0.9}))
+        last = next(v for v in plot.verdicts(ed) if v["claim"].startswith("Position interpolation keeps the in-window")
+                    and v["claim"].endswith("(passkey)"))
+        check(last["verdict"] == "inconclusive: not converged" and "after 1 to" in last["reason"]
+              and "after 3 fine-tune updates" in last["reason"],
+              f"PI's 1x level falling over the last doubling: {last['verdict']}: {last['reason']}")
+        with open(eval_csv, "w") as f:
+            f.write(before_drop)
         # The same row with rope's seed 0 on its plateau at 1x (accuracy at the baseline): the
         # decided verdict becomes inconclusive, named.
         def rope_seed0_flat(header, body):
@@ -332,7 +349,39 @@ def main():
         r = run_script(SCRIPT, gone)
         check(r.returncode == 2 and "position_extrapolation_aliasing.csv" in r.stderr,
               f"missing aliasing CSV: exit {r.returncode}, {r.stderr!r}")
+    check_finetune_rate_censor()
     return finish("test_position_extrapolation: all checks passed")
+
+
+def check_finetune_rate_censor():
+    """finetune_rate_censor: a fine-tuned variant whose best rate scale is an end of the
+    finetune_lr_scale grid makes a decided row inconclusive ('lr censored', naming it and the grid);
+    interior best rates leave it."""
+    sv = import_plots_module("seqlab_verdict")
+
+    def full(best):  # rope_pi's and rope's accuracy per rate scale after 8 updates, best at `best`
+        rows = []
+        for var, b in best.items():
+            for sc in (0.05, 0.2, 0.5):
+                rows.append({"task": "passkey", "variant": "finetuned", "positional_encoding": var,
+                             "finetune_lr_scale": str(sc), "finetune_step": "8",
+                             "accuracy": "0.9" if sc == b else "0.5"})
+        return {"eval": rows}
+
+    def metric(ev, var):
+        vals = [float(r["accuracy"]) for r in ev if r.get("positional_encoding") == var]
+        return {0: sum(vals) / len(vals)} if vals else {}
+
+    decided = sv.Verdict(sv.FAILS, "the interval lies below")
+    v, best = plot.finetune_rate_censor(decided, full({"rope_pi": 0.5, "rope": 0.2}), "passkey", 8,
+                                        ("rope_pi", "rope"), metric, True)
+    check(v.kind == sv.INCONCLUSIVE and "lr censored: rope_pi's fine-tune chose 0.5, the top of finetune_lr_scale"
+          in v.reason and "rope's fine-tune" not in v.reason and best == "rope_pi 0.5×, rope 0.2×",
+          f"best fine-tune rate at the top of the grid: {v.kind}: {v.reason} ({best})")
+    v, best = plot.finetune_rate_censor(sv.Verdict(sv.FAILS, "the interval lies below"),
+                                        full({"rope_pi": 0.2, "rope": 0.2}), "passkey", 8, ("rope_pi", "rope"),
+                                        metric, True)
+    check(v.kind == sv.FAILS and "censored" not in v.reason, f"interior best fine-tune rates: {v.kind}: {v.reason}")
 
 
 if __name__ == "__main__":
