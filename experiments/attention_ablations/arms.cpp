@@ -93,7 +93,10 @@ Arm parse_arm(const std::string& text) {
   const std::vector<std::string> parts = split(text, '/');
   const std::vector<std::string> f = split(parts[0], ':');
   if (f.size() != 4) bad_arm(text, "not four ':'-separated fields");
-  Arm a{f[0], f[1], f[2], 0, {}};
+  Arm a;
+  a.task = f[0];
+  a.arch = f[1];
+  a.qk = f[2];
   if (std::find(kTasks.begin(), kTasks.end(), a.task) == kTasks.end())
     bad_arm(text, "unknown task '" + a.task + "'");
   if (std::find(kArchs.begin(), kArchs.end(), a.arch) == kArchs.end())
@@ -132,6 +135,15 @@ Arm parse_arm(const std::string& text) {
     a.base += "/" + parts[i];
   }
   return a;
+}
+
+std::vector<std::string> unread_keys(const Cell& cell) {
+  try {
+    if (parse_arm(cell.get_string("arm")).task != "reverse") return {"reverse_valid"};
+  } catch (const ConfigError&) {
+    // validate reports the arm
+  }
+  return {};
 }
 
 bool keep_cell(const Cell& cell) {
@@ -220,6 +232,7 @@ ArmTask::ArmTask(const Cell& cell, const Arm& arm) : arm_(arm) {
       if (std::find(holdout_lengths_.begin(), holdout_lengths_.end(), n) == holdout_lengths_.end())
         train_lengths_.push_back(n);
     need(!train_lengths_.empty(), "reverse_holdout", "at least one training length left");
+    valid_on_train_ = cell.get_string("reverse_valid") == "train";
     symbols_ = V;
     classes_ = V;
   } else if (task == "text" || task == "continuation") {
@@ -386,8 +399,8 @@ TaskBatch ArmTask::sample(std::size_t batch, seqlab::Rng& rng) const {
 
 std::vector<TaskBatch> ArmTask::fixed_set(SetKind kind, std::size_t rows, seqlab::Rng& rng) const {
   if (arm_.task != "reverse") return {draw(rows, rng, kind, train_lengths_.empty() ? 0 : train_lengths_.front())};
-  const std::vector<int>& lengths =
-      kind == SetKind::seen || holdout_lengths_.empty() ? train_lengths_ : holdout_lengths_;
+  const bool train = kind == SetKind::seen || (kind == SetKind::valid && valid_on_train_) || holdout_lengths_.empty();
+  const std::vector<int>& lengths = train ? train_lengths_ : holdout_lengths_;
   std::vector<TaskBatch> out;
   const std::size_t per = std::max<std::size_t>(1, rows / lengths.size());
   for (const int n : lengths) out.push_back(draw(per, rng, kind, n));

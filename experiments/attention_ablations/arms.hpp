@@ -99,13 +99,18 @@ Arm parse_arm(const std::string& text);
 /// a bad arm, an unknown override key, a value its key rejects, or n_heads not dividing d_model.
 Cell resolve_cell(const Cell& cell, const std::vector<OptionSpec>& options, Arm* arm);
 
+/// The keys a cell never reads (ExperimentSpec::unread_keys): reverse_valid outside reverse's arms
+/// (none for an arm that does not parse: validate reports it).
+std::vector<std::string> unread_keys(const Cell& cell);
+
 /// Whether the grid point is a cell (ExperimentSpec::keep): its replicate is below the arm's
 /// seeds (always true without the key, or for an arm that does not parse: validate reports it).
 bool keep_cell(const Cell& cell);
 
 /// Which fixed set to draw (ArmTask::fixed_set).
 enum class SetKind {
-  valid,  // validation split: the learning-rate pilot, head importance (text: the corpus's valid split)
+  valid,  // validation split: the learning-rate pilot, eval curve, head importance (text: the corpus's valid
+          // split; reverse: the held-out lengths, or the training lengths with reverse_valid = train)
   test,   // test split (text: the corpus's test split; reverse: the held-out lengths)
   seen    // reverse only: the training lengths (in-distribution test)
 };
@@ -122,7 +127,8 @@ class ArmTask {
   /// A training batch of `batch` examples from `rng` (reverse: of one training length drawn first).
   seqlab::TaskBatch sample(std::size_t batch, seqlab::Rng& rng) const;
   /// A fixed set of about `rows` examples from `rng`, as batches of one length each (reverse:
-  /// rows / (number of lengths) per length, at least 1; the others: one batch).
+  /// rows / (number of lengths) per length, at least 1, of the held-out lengths for test, and for
+  /// valid unless reverse_valid = train, else of the training lengths; the others: one batch).
   std::vector<seqlab::TaskBatch> fixed_set(SetKind kind, std::size_t rows, seqlab::Rng& rng) const;
   /// The prefix-LM mask for batch `b` on every self-attention of `model` (prefix_lm arms: the
   /// source and separator, or the first T/2 symbols; others: none). Call before each forward.
@@ -151,6 +157,7 @@ class ArmTask {
   std::size_t window_ = 0;                            // text, continuation: symbols per window
   int symbols_ = 0, classes_ = 0;                     // reverse, dup_tag: S and C
   std::vector<int> train_lengths_, holdout_lengths_;  // reverse
+  bool valid_on_train_ = false;                       // reverse: reverse_valid = train
   seqlab::TaskSpec spec_;
   double mean_src_ = 0, mean_tgt_ = 0;
 };

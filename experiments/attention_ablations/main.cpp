@@ -118,6 +118,10 @@ std::vector<OptionSpec> options() {
       int_list_option("reverse_holdout", "none", "symbols",
                       "reverse: lengths never trained on; the test and validation sets use them (none: the "
                       "training lengths)").empty_as("none").at_least(1).at_most(2048),
+      string_option("reverse_valid", "holdout",
+                    "reverse: the lengths of the validation set (learning-rate pilot, eval curve, head importance): "
+                    "holdout (the held-out lengths, as the test set) | train (the training lengths)")
+          .one_of({"holdout", "train"}),
       string_option("corpus", "kjv", "text, continuation: kjv or a corpus file (tasks/text.hpp)"),
       int_option("batch", 32, "sequences", "training batch size (fresh batch every step)").at_least(1).at_most(65536),
       int_option("steps", 800, "updates", "optimizer updates").at_least(1).at_most(1e9),
@@ -405,6 +409,7 @@ int main(int argc, char** argv) {
   spec.default_seeds = 5;
   spec.timing_columns = {"train_time_s"};
   spec.validate = validate;
+  spec.unread_keys = unread_keys;
   spec.keep = keep_cell;  // an arm's seeds (arms.hpp)
   spec.run_cell = run_cell;
   return run_experiment(argc, argv, spec);

@@ -423,3 +423,47 @@ TEST_CASE("attention_ablations chooses the learning rate by a pilot and tests re
     CHECK(num(r, "seen_test_accuracy") <= 1.0);
   }
 }
+
+TEST_CASE("attention_ablations validates reverse on its training lengths with reverse_valid = train",
+          "[integration][attention_ablations]") {
+  TempDir d;
+  const fs::path out = d.path / "res";
+  auto args = [&](const std::string& valid) {
+    return std::vector<std::string>{
+        "--arm=reverse:encoder:separate:2,prev_token:decoder:separate:2", "--seeds=1", "--d_model=8",
+        "--num_layers=2", "--vocab=8", "--seq_len=8", "--reverse_min_len=3", "--reverse_max_len=5",
+        "--reverse_holdout=5", "--batch=4", "--steps=4", "--warmup_steps=1", "--eval_every=2",
+        "--eval_batch=4", "--val_batch=8", "--test_batch=8", "--reverse_valid=" + valid, "--out=" + out.string()};
+  };
+  auto cell_files = [&](const std::string& task) {
+    std::size_t n = 0;
+    for (const auto& e : fs::directory_iterator(out / "cells"))
+      n += e.path().filename().string().rfind("arm=" + task + "_", 0) == 0 ? 1 : 0;
+    return n;
+  };
+  auto reverse_row = [&]() {
+    const Csv t = parse_csv(slurp(out / "attention_ablations.csv"));
+    const auto r = std::find_if(t.rows.begin(), t.rows.end(), [](const auto& row) { return row.at("task") == "reverse"; });
+    REQUIRE(r != t.rows.end());
+    return *r;
+  };
+  const Run a = run(args("holdout"), d.path);
+  INFO(a.err);
+  REQUIRE(a.code == 0);
+  const auto held = reverse_row();
+  const std::size_t prev = cell_files("prev_token"), rev = cell_files("reverse");
+  REQUIRE(prev == 1);
+  REQUIRE(rev == 1);
+  // The key is unread outside reverse: only the reverse cell runs again.
+  const Run b = run(args("train"), d.path);
+  INFO(b.err);
+  REQUIRE(b.code == 0);
+  CHECK(cell_files("prev_token") == prev);
+  CHECK(cell_files("reverse") == 2 * rev);
+  // One learning rate (no pilot), so the training and the test set are the same; only the
+  // validation set moved from the held-out length to the training lengths.
+  const auto trained = reverse_row();
+  CHECK(trained.at("test_loss") == held.at("test_loss"));
+  CHECK(trained.at("seen_test_loss") == held.at("seen_test_loss"));
+  CHECK(trained.at("valid_loss") != held.at("valid_loss"));
+}
