@@ -217,6 +217,11 @@ TEST_CASE("a full run writes every cell then merges in grid order", "[experiment
   CHECK(meta.at("build").at("build_type").get<std::string>().size() > 0);
   CHECK(meta.at("tables").at("curve").at("file") == "toy_curve.csv");
   CHECK(meta.at("cells").size() == 4);
+  // Each cell names the machine that ran it: its host and CPU model, as the merging machine's.
+  for (const auto& c : meta.at("cells")) {
+    CHECK(c.at("host") == meta.at("machine").at("host"));
+    CHECK(c.at("cpu_model") == meta.at("machine").at("cpu_model"));
+  }
   CHECK_THAT(meta.at("command_line").get<std::string>(), Catch::Contains("--x=2"));
 
   // No temporary files anywhere.

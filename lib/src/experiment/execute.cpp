@@ -200,6 +200,7 @@ int execute(const Invocation& inv, const ExperimentSpec& spec) {
                           {"label", c.label()},
                           {"fingerprint", fp},
                           {"host", machine.at("host")},
+                          {"cpu_model", machine.at("cpu_model")},
                           {"threads", inv.threads},
                           {"start_utc", cell_start},
                           {"end_utc", utc_now()},

@@ -105,6 +105,7 @@ int merge(const Invocation& inv, const ExperimentSpec& spec, const std::string& 
                          {"seed", j.at("fingerprint").at("replicate")},
                          {"derived_seed", inv.cells[i].seed},
                          {"host", j.value("host", "")},
+                         {"cpu_model", j.value("cpu_model", "")},
                          {"threads", j.value("threads", 0)},
                          {"start_utc", s},
                          {"end_utc", e},
