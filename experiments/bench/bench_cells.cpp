@@ -282,6 +282,7 @@ std::vector<std::int64_t> thread_counts() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  seqlab::ensure_blas_kernels(argv);  // OpenBLAS's generic fallback kernels on a CPU it does not know
   // argv with the default min time first, so that a --benchmark_min_time given later wins.
   std::vector<char*> args;
   std::string default_min_time = kDefaultMinTime;

@@ -507,6 +507,7 @@ void register_sgemm_cases() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  seqlab::ensure_blas_kernels(argv);  // OpenBLAS's generic fallback kernels on a CPU it does not know
   // argv with the default min time first, so that a --benchmark_min_time given later wins;
   // --attention_sweep is ours (not passed on).
   std::vector<char*> args;

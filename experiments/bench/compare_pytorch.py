@@ -70,6 +70,7 @@ Usage: experiments/bench/compare_pytorch.py --cells [--build-dir build/release] 
        [--also LABEL=BENCH_CELLS_BINARY ...]
 """
 import argparse
+import ctypes
 import json
 import math
 import os
@@ -469,6 +470,34 @@ def listed_benchmarks(binary):
     return names if rc == 0 and names else None
 
 
+def openblas_coretype():
+    """The OPENBLAS_CORETYPE every process of the run gets, as seqlab's ensure_blas_kernels
+    (core/threads.hpp) chooses it: the variable as given when set; else "SkylakeX" (AVX-512 F, BW,
+    DQ and VL) or "Haswell" (AVX2 and FMA) when OpenBLAS's own detection falls back to Prescott or
+    Core2 on this CPU (0.3.21 does not know newer models; PyTorch's OpenBLAS would run those
+    kernels too); else None (OpenBLAS's choice)."""
+    if "OPENBLAS_CORETYPE" in os.environ:
+        return os.environ["OPENBLAS_CORETYPE"]
+    try:
+        lib = ctypes.CDLL("libopenblas.so.0")
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        core = (lib.openblas_get_corename() or b"").decode().lower()
+    except (OSError, AttributeError):
+        return None
+    if core not in ("prescott", "core2"):
+        return None
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return None
+    if all(x in flags for x in ("avx512f", "avx512bw", "avx512dq", "avx512vl")):
+        return "SkylakeX"
+    if "avx2" in flags and "fma" in flags:
+        return "Haswell"
+    return None
+
+
 def seqlab_baseline(binary):
     _, _, _, rss = run_process([binary, "--benchmark_filter=^no case matches this$",
                                 "--benchmark_format=json"])
@@ -628,6 +657,10 @@ def main(argv):
     if not args.prune >= 0:
         fail_arg("--prune", args.prune, "factor >= 0 (0 keeps every setting)")
 
+    # One OpenBLAS kernel family for seqlab and PyTorch alike (both link Debian's OpenBLAS).
+    coretype = openblas_coretype()
+    if coretype:
+        os.environ["OPENBLAS_CORETYPE"] = coretype
     bench = "bench_cells" if args.cells else "bench_layers"
     build_dir = args.build_dir if os.path.isabs(args.build_dir) else os.path.join(ROOT, args.build_dir)
     binaries = [("seqlab", os.path.join(build_dir, "experiments", bench))]
@@ -794,6 +827,7 @@ def main(argv):
             "experiment": "compare_pytorch", "utc_start": started,
             "utc_end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "host": socket.gethostname(), "cpu": cpu_model(), "cores": cores,
+            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "auto"),
             "loadavg_start": "/".join(f"{x:.1f}" for x in load_start),
             "loadavg_end": "/".join(f"{x:.1f}" for x in load_end),
             "torch_version": tv if have_torch else "absent",
@@ -933,6 +967,7 @@ def run_cells(args, cells, budgets, binaries, out_path, tv, log, cores):
             "experiment": "compare_pytorch --cells", "utc_start": started,
             "utc_end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "host": socket.gethostname(), "cpu": cpu_model(), "cores": cores,
+            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "auto"),
             "loadavg_start": "/".join(f"{x:.1f}" for x in load_start),
             "loadavg_end": "/".join(f"{x:.1f}" for x in os.getloadavg()),
             "torch_version": tv if have_torch else "absent",

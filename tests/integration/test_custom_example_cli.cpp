@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -129,6 +130,29 @@ TEST_CASE("custom_example at tiny scale writes every column and reruns byte-iden
   CHECK(slurp(b / "custom_example.csv") == csv);
   REQUIRE(run({"--config=" + kTiny, "--out=" + a.string(), "--quiet", "--force"}, d.path).code == 0);
   CHECK(slurp(a / "custom_example.csv") == csv);
+}
+
+TEST_CASE("an experiment binary runs OpenBLAS's AVX2 or AVX-512 kernels on a CPU that has them",
+          "[integration][custom_example][blas]") {
+  // OpenBLAS 0.3.21 falls back to its Prescott (SSE3) kernels on CPU models it does not know;
+  // the binary then runs again with OPENBLAS_CORETYPE set (ensure_blas_kernels), and meta.json's
+  // blas config names the kernels that ran.
+  seqlab::test::TempDir d("seqlab_custom_example_blas");
+  ::unsetenv("OPENBLAS_CORETYPE");
+  const Run r = run({"--config=" + kTiny, "--out=" + (d.path / "a").string(), "--quiet", "--seeds=1"}, d.path);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const std::string meta = slurp(d.path / "a" / "custom_example.meta.json");
+  const auto at = meta.find("\"config\": \"OpenBLAS");
+  REQUIRE(at != std::string::npos);
+  const std::string config = meta.substr(at, meta.find('\n', at) - at);
+  INFO(config);
+  CHECK(config.find("DYNAMIC_ARCH") != std::string::npos);
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    CHECK(config.find(" Prescott ") == std::string::npos);
+    CHECK(config.find(" Core2 ") == std::string::npos);
+  }
 }
 
 TEST_CASE("ramp registers with one line and works through the registry", "[integration][custom_example][registry]") {

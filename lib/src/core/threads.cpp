@@ -1,6 +1,13 @@
 #include "seqlab/core/threads.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
 #include <stdexcept>
 #include <thread>
 
@@ -9,6 +16,7 @@ extern "C" {
 void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
 char* openblas_get_config(void);
+char* openblas_get_corename(void);
 }
 
 namespace seqlab {
@@ -35,6 +43,41 @@ int hardware_threads() {
 std::string blas_config() {
   const char* c = openblas_get_config();
   return c ? std::string(c) : std::string("unknown");
+}
+
+std::string blas_core() {
+  const char* c = openblas_get_corename();
+  return c ? std::string(c) : std::string("unknown");
+}
+
+std::string blas_core_override() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return "";
+  std::string core = blas_core();
+  std::transform(core.begin(), core.end(), core.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (core != "prescott" && core != "core2") return "";
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+#endif
+  return "";
+}
+
+void ensure_blas_kernels(const char* const* argv) {
+  const std::string core = blas_core_override();
+  if (core.empty()) return;
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  if (::setenv("OPENBLAS_CORETYPE", core.c_str(), 1) != 0) return;
+  if (tty)
+    std::cerr << "seqlab: OpenBLAS chose its " << blas_core() << " kernels on this CPU; running again with "
+              << "OPENBLAS_CORETYPE=" << core << " (set OPENBLAS_CORETYPE yourself to choose)" << std::endl;
+  ::execv("/proc/self/exe", const_cast<char* const*>(argv));
+  const int err = errno;  // execv returns only on failure
+  ::unsetenv("OPENBLAS_CORETYPE");
+  std::cerr << "seqlab: could not run again with OPENBLAS_CORETYPE=" << core << " (" << std::strerror(err)
+            << "); continuing with OpenBLAS's " << blas_core() << " kernels" << std::endl;
 }
 
 std::size_t parallel_threads(std::size_t n, std::size_t grain) {

@@ -26,6 +26,26 @@ int blas_threads();
 int hardware_threads();
 /// OpenBLAS's build description (openblas_get_config()), for meta.json.
 std::string blas_config();
+/// The kernel family OpenBLAS chose for this CPU (openblas_get_corename(): "Haswell", "SkylakeX",
+/// "Zen", "Prescott", ...).
+std::string blas_core();
+
+/// The kernel family OpenBLAS should be told to use (OPENBLAS_CORETYPE) because its own CPU
+/// detection fell back to a generic one: Debian 12's OpenBLAS 0.3.21 (a DYNAMIC_ARCH build) does
+/// not know newer CPU models (e.g. Intel family 6 model 207) and then runs its Prescott (SSE3)
+/// kernels, which use neither AVX2 nor AVX-512 (a timing on an idle machine: experiments/bench/
+/// README.md). "SkylakeX" when blas_core() is Prescott or Core2 on a CPU with AVX-512 F, BW, DQ and VL,
+/// "Haswell" there on one with AVX2 and FMA; empty otherwise, and always when OPENBLAS_CORETYPE
+/// is set (an explicit choice, whatever it is, is kept).
+std::string blas_core_override();
+
+/// Where blas_core_override() names a family: sets OPENBLAS_CORETYPE to it and re-executes this
+/// program (/proc/self/exe with `argv` and the same environment) so that OpenBLAS, which reads the
+/// variable once when it is loaded, picks those kernels; a note goes to stderr when it is a
+/// terminal. Returns when there is nothing to do, or (with a note on stderr) when the re-execution
+/// failed, leaving OpenBLAS as it was. Call at the start of main, before any thread exists.
+/// meta.json's blas config names the kernels that ran.
+void ensure_blas_kernels(const char* const* argv);
 
 /// Sets OpenBLAS to `n` threads for the lifetime of the object, then restores OpenBLAS's previous
 /// count (blas_threads() at construction).
