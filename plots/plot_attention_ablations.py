@@ -22,7 +22,9 @@ Arms are task:arch:qk:n_heads[/key=value...]; the overrides are part of an arm's
 are recognised from the arms present, each a group of arms that differ in one field only:
   Q/K sharing:  the same (task, arch, n_heads, overrides) with qk = separate and shared and/or
                 shared_noself and/or shared_noself_norm (Reformer's unit keys: not symmetric, so
-                not in the symmetry row);
+                not in the symmetry row); a group run again with more updates and its own pilots
+                (the overrides steps, pilot_steps, lr_grid: DESIGN_KEYS) replaces the shorter one
+                once it has all of that one's arms and seeds (qk_designs), the other named beside;
   n_heads:      the same (task, arch, qk = separate, overrides) with >= 2 values of n_heads, one 1;
                 plus, where the 1-head arm and the reference have fresh seeds (arms with the
                 arm-only key seed_offset, pooled under the arm they extend), the pre-registered
@@ -616,11 +618,48 @@ def sym_row(rows):
              f"every separate run > {SYM_SEPARATE_MIN:g}; fails (an implementation defect) otherwise")
 
 
+# The overrides by which a whole Q/K design can be run again at a longer budget: the same arms with
+# more updates, and their own pilots (pilot_steps, lr_grid). The longer design's rows replace the
+# shorter one's once it has every arm and seed of it (qk_designs).
+DESIGN_KEYS = ("steps", "pilot_steps", "lr_grid")
+
+
+def qk_designs(idx):
+    """The Q/K groups (rest, {qk: key}) whose rows qk_rows writes, each with the groups of the same
+    (task, arch, n_heads) and overrides but for DESIGN_KEYS that it stands for, as
+    [(rest, by_qk, [(other rest, other by_qk, 'superseded' | 'incomplete')])]. Of such a set, the
+    group with the most updates whose arms have at least the seeds of every other group's arms of
+    the same qk (a complete rerun of the design) is written, the others are named beside it as
+    superseded; a longer group without them (still running) is named as incomplete."""
+    gs = qk_groups(idx)
+    def base(rest):
+        t, a, h, ov = rest
+        return t, a, h, tuple((k, v) for k, v in ov if k not in DESIGN_KEYS)
+    def steps(by_qk):
+        return max(r["steps"] for k in by_qk.values() for r in idx[k].values())
+    def covers(big, small):
+        return all(q in big and len(idx[big[q]]) >= len(idx[small[q]]) for q in small)
+    sets = defaultdict(list)
+    for rest, by_qk in gs:
+        sets[base(rest)].append((rest, by_qk))
+    out = []
+    for rest, by_qk in gs:
+        family = sets[base(rest)]
+        if len(family) == 1:
+            out.append((rest, by_qk, []))
+            continue
+        complete = [(r, g) for r, g in family if all(covers(g, g2) for r2, g2 in family if r2 != r)]
+        chosen = max(complete, key=lambda rg: steps(rg[1]))[0] if complete else min(family, key=lambda rg: steps(rg[1]))[0]
+        if rest != chosen:
+            continue
+        others = [(r, g, "superseded" if steps(g) < steps(by_qk) else "incomplete") for r, g in family if r != rest]
+        out.append((rest, by_qk, others))
+    return out
+
+
 def qk_rows(idx, arms, seeds):
     out = []
-    for rest, by_qk in sorted(groups(idx, 2).items(), key=lambda kv: (task_rank(kv[0][0]), kv[0])):
-        if "separate" not in by_qk or len(by_qk) < 2:
-            continue
+    for rest, by_qk, others in qk_designs(idx):
         t, a, h, ov = rest
         ks = by_qk["separate"]
         where = f"{TASK_LABEL.get(t, t)}, {ARCH_LABEL.get(a, a)}, {h} heads"
@@ -628,6 +667,12 @@ def qk_rows(idx, arms, seeds):
                            for q in QK_ORDER if q in by_qk)
         meas = f"at {size_text(arms.first(ks), ov)}: " + "; ".join(
             f"{QK_LABEL[q]}: {arm_summary(idx[by_qk[q]], t)}" for q in QK_ORDER if q in by_qk)
+        for r2, g2, why in others:
+            n = max(r["steps"] for k in g2.values() for r in idx[k].values())
+            meas += (f"; the same arms {'in the earlier design' if why == 'superseded' else 'in a longer design still running'}"
+                     f" ({int(n)} updates; arm overrides: {ov_text(r2[3])}), not read here: " + "; ".join(
+                         f"{QK_LABEL[q]}: {arm_summary(idx[g2[q]], t)} ({len(idx[g2[q]])} seeds)"
+                         for q in QK_ORDER if q in g2))
         if "shared" in by_qk:
             kb = by_qk["shared"]
             if t in ASYMMETRIC:

@@ -397,7 +397,50 @@ def main():
         write_rows(path, table)
         r = run_script(SCRIPT, bad3)
         check(r.returncode == 2 and "test_accuracy" in r.stderr, f"non-numeric value: {r.returncode} {r.stderr!r}")
+        longer_design(tmp)
     return finish("ok")
+
+
+def longer_design(tmp):
+    """A Q/K design run again at a longer budget with its own pilots (the same arms with steps,
+    pilot_steps and lr_grid overrides): once every arm has the earlier design's seeds, its rows
+    replace the earlier design's (one set of rows, the earlier one named beside); while an arm
+    lacks seeds (still running), the earlier design's rows stay, the longer one named."""
+    res = fresh(FIXTURE, tmp, "longer_design")
+    path, cpath = os.path.join(res, NAME + ".csv"), os.path.join(res, NAME + "_curve.csv")
+    base_rows, base_curve = read_rows(path), read_rows(cpath)
+    hdr, ch = base_rows[0], base_curve[0]
+    i_arm, i_steps, i_seed = hdr.index("arm"), hdr.index("steps"), hdr.index("seed")
+    extra = "/steps=60/pilot_steps=30/lr_grid=0.001 0.01"
+    arms = ("prev_token:decoder:separate:2", "prev_token:decoder:shared:2")
+    claim = "Separate W_Q, W_K beat a shared W_Q = W_K where attention must be asymmetric (previous token"
+
+    def with_longer(drop_seed=None):
+        out = [list(r) for r in base_rows]
+        for r in base_rows[1:]:
+            if r[i_arm] in arms and not (r[i_arm] == arms[1] and r[i_seed] == drop_seed):
+                r2 = list(r)
+                r2[i_arm], r2[i_steps] = r[i_arm] + extra, "60"
+                out.append(r2)
+        write_rows(path, out)
+        cout = [list(r) for r in base_curve]
+        for r in base_curve[1:]:
+            if r[ch.index("arm")] in arms:
+                r2 = list(r)
+                r2[ch.index("arm")] = r[ch.index("arm")] + extra
+                cout.append(r2)
+        write_rows(cpath, cout)
+        got = [v for v in plot.verdicts(res) if v["claim"].startswith(claim)]
+        check_verdict_rows(got)
+        return got
+
+    got = with_longer()
+    check(len(got) == 1 and "steps 60" in got[0]["measured"] and "in the earlier design" in got[0]["measured"],
+          f"the complete longer design replaces the earlier one: {[(v['claim'], v['measured']) for v in got]}")
+    got = with_longer(drop_seed="0")
+    check(len(got) == 1 and "steps 60" not in got[0]["measured"].split(";")[0]
+          and "in a longer design still running" in got[0]["measured"],
+          f"an incomplete longer design leaves the earlier one: {[(v['claim'], v['measured']) for v in got]}")
 
 
 if __name__ == "__main__":
