@@ -40,6 +40,7 @@
 #include "seqlab/tasks/task.hpp"
 #include "seqlab/train/optimizer.hpp"
 #include "seqlab/train/schedule.hpp"
+#include "seqlab/core/threads.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -371,6 +372,7 @@ void run_cell(const Cell& raw, CellOutput& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  seqlab::ensure_blas_kernels(argv);  // before anything: OpenBLAS's kernels (core/threads.hpp)
   ExperimentSpec spec;
   spec.name = kName;
   spec.description =

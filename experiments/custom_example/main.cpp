@@ -34,6 +34,7 @@
 #include "seqlab/train/metrics.hpp"
 #include "seqlab/train/optimizer.hpp"
 #include "seqlab/train/schedule.hpp"
+#include "seqlab/core/threads.hpp"
 
 using namespace seqlab;
 using namespace seqlab::experiment;
@@ -142,6 +143,7 @@ void run_cell(const Cell& cell, CellOutput& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  seqlab::ensure_blas_kernels(argv);  // before anything: OpenBLAS's kernels (core/threads.hpp)
   ExperimentSpec spec;
   spec.name = kName;
   spec.description =

@@ -52,6 +52,7 @@
 #include "seqlab/train/loop.hpp"
 #include "seqlab/train/optimizer.hpp"
 #include "seqlab/train/schedule.hpp"
+#include "seqlab/core/threads.hpp"
 
 #include "evaluation.hpp"
 #include "setup.hpp"
@@ -357,6 +358,7 @@ void run_cell(const Cell& cell, CellOutput& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  seqlab::ensure_blas_kernels(argv);  // before anything: OpenBLAS's kernels (core/threads.hpp)
   ExperimentSpec spec;
   spec.name = kName;
   spec.description =

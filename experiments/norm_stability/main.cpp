@@ -33,6 +33,7 @@
 #include "runs.hpp"
 #include "seqlab/experiment/experiment.hpp"
 #include "seqlab/nn/norm.hpp"
+#include "seqlab/core/threads.hpp"
 
 using namespace seqlab;
 using namespace seqlab::experiment;
@@ -84,6 +85,7 @@ void run_cell(const Cell& cell, CellOutput& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  seqlab::ensure_blas_kernels(argv);  // before anything: OpenBLAS's kernels (core/threads.hpp)
   ExperimentSpec spec;
   spec.name = kName;
   spec.description =

@@ -24,6 +24,7 @@
 #include "seqlab/models/factory.hpp"
 #include "seqlab/tasks/task.hpp"
 #include "seqlab/tasks/text.hpp"
+#include "seqlab/core/threads.hpp"
 #include "stack.hpp"
 #include "time_to_accuracy.hpp"
 
@@ -179,6 +180,7 @@ void run_cell(const Cell& cell, CellOutput& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  seqlab::ensure_blas_kernels(argv);  // before anything: OpenBLAS's kernels (core/threads.hpp)
   ExperimentSpec spec;
   spec.name = kName;
   spec.description =

@@ -37,6 +37,7 @@
 #include "seqlab/models/positional_registry.hpp"
 #include "seqlab/models/transformer_model.hpp"
 #include "seqlab/nn/positional.hpp"
+#include "seqlab/core/threads.hpp"
 
 using namespace seqlab;
 using namespace seqlab::experiment;
@@ -374,6 +375,7 @@ void run_cell(const Cell& cell, CellOutput& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  seqlab::ensure_blas_kernels(argv);  // before anything: OpenBLAS's kernels (core/threads.hpp)
   ExperimentSpec spec;
   spec.name = kName;
   spec.description =

@@ -243,7 +243,6 @@ bool flush_stdout(const ExperimentSpec& spec) {
 }  // namespace
 
 int run_experiment(int argc, const char* const* argv, const ExperimentSpec& spec) {
-  ensure_blas_kernels(argv);  // OpenBLAS's generic fallback kernels on a CPU it does not know
   Invocation inv;
   try {
     check_spec(spec);
