@@ -596,7 +596,7 @@ PLATEAU_FRAC, PLATEAU_EARLY_FRAC, PLATEAU_EARLY_STEP, PLATEAU_AFTER = 0.95, 0.9,
 # validation losses span less than PILOT_FLAT x the validation baseline (the choice carries
 # nothing), levelling off when its last step toward the edge gains less than PILOT_STEP x it, and
 # still improving toward the edge otherwise: only then can a rate beyond the grid matter.
-PILOT_FLAT, PILOT_STEP = 0.05, 0.01
+PILOT_FLAT, PILOT_STEP = sv.PILOT_FLAT, sv.PILOT_STEP  # seqlab_verdict.pilot_edge
 # A max_steps run whose best validation loss came in the last BEST_STEP_FRACTION of its updates,
 # better by more than min_delta (relative) than its best before, is still improving.
 BEST_STEP_FRACTION = ss.CONV_FRACTION
@@ -791,18 +791,8 @@ def pilot_end(data, task, model, length, width=0):
     if p is None:
         return None
     score, c, base, spread = p
-    grid = sorted(score)
-    end = sv.grid_end(c, grid)
-    if end is None:
-        return None
-    nb = grid[-2] if end == "top" else grid[1]
-    if math.isnan(spread):
-        return c, end, "improving", " (pilot not classified)"
-    gain = (score[nb] - score[c]) / base if not math.isnan(score[nb]) else float("inf")
-    kind = "flat" if spread < PILOT_FLAT else "levelling" if gain < PILOT_STEP else "improving"
-    what = {"flat": "flat", "levelling": "levelling off", "improving": "still improving"}
-    return c, end, kind, (f" (pilot {what[kind]}: span {100 * spread:.0f} %"
-                          + (f", last step {100 * gain:.1f} %" if kind != "flat" else "") + ")")
+    e = sv.pilot_edge(score, c, base if not math.isnan(spread) else float("nan"), PILOT_FLAT, PILOT_STEP)
+    return None if e is None else (c, e[0], e[1], e[2])
 
 
 def censor_arms(v, data, task, arms, width=0):

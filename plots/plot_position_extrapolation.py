@@ -593,6 +593,23 @@ def mean_beyond(evals, task, enc, variant, mode, ratios, goodness=True):
     return {s: sign * sum(far[r][s] for r in ratios) / len(ratios) for s in seeds}
 
 
+def error_beyond(evals, task, variant, mode, ratios):
+    """{seed: error} of a fine-tuned variant beyond L_train over `ratios` (mean_beyond): the loss on
+    text, 1 − accuracy on the accuracy tasks (lower is better in both)."""
+    good = mean_beyond(evals, task, variant, "finetuned", mode, ratios)
+    return {s: (-g if is_lm(task) else 1.0 - g) for s, g in good.items()}
+
+
+def baseline_error(d, task, mode):
+    """The error (error_beyond's) of the predictor that ignores the dependency: the unigram loss on
+    text, 1 − the baseline accuracy on the accuracy tasks; mean over the rows at 1x."""
+    col = "baseline_loss_nats" if is_lm(task) else "baseline_accuracy"
+    vals = [num(r, col) for r in d["eval"] if r["task"] == task and r["variant"] == "zero_shot"
+            and int(num(r, "eval_ratio")) == 1 and r["bucket"] == "all" and r["mode"] == mode]
+    m = sum(vals) / len(vals) if vals else float("nan")
+    return m if is_lm(task) else 1.0 - m
+
+
 def baseline_at(evals, task, ratio, mode):
     """Mean over seeds of the baseline at a length (text: the unigram loss; else the test sets'
     baseline accuracy)."""
@@ -756,17 +773,23 @@ PILOT_ARM = {"rope_pi": "rope", "rope_ntk": "rope"}  # zero-shot scalings use th
 
 
 def lr_censored(d, task, encodings):
-    """[(encoding, chosen lr, 'top' | 'bottom')] of the trained arms behind `encodings` whose pilot
-    chose an end of lr_grid (so a better rate may lie outside the grid); fine-tunes inherit the rope
+    """[(encoding, chosen lr, 'top' | 'bottom', detail, blocks)] of the trained arms behind
+    `encodings` whose pilot chose an end of lr_grid (seqlab_verdict.lr_censor's entries):
+    classified by seqlab_verdict.pilot_edge against the task's baseline loss (text: the unigram;
+    the others: the predictor that ignores the dependency), blocking when the pilot is still
+    improving toward the edge (a better rate may lie outside the grid); fine-tunes inherit the rope
     arm's rate."""
     out = []
+    base = [num(r, "baseline_loss_nats") for r in d["eval"] if r["task"] == task and r["variant"] == "zero_shot"
+            and int(num(r, "eval_ratio")) == 1 and r["bucket"] == "all" and r["mode"] == primary_mode(task)]
+    baseline = sum(base) / len(base) if base else float("nan")
     for enc in dict.fromkeys(PILOT_ARM.get(e, e) for e in encodings):
         rows = [r for r in d["pilot"] if r["task"] == task and r["positional_encoding"] == enc]
-        grid = sorted({num(r, "lr") for r in rows})
+        scores = {num(r, "lr"): num(r, "val_loss") for r in rows}
         chosen = [num(r, "lr") for r in rows if int(num(r, "chosen")) == 1]
-        end = sv.grid_end(chosen[0], grid) if chosen else None
-        if end:
-            out.append((enc, chosen[0], end))
+        e = sv.pilot_edge(scores, chosen[0], baseline) if chosen else None
+        if e:
+            out.append((enc, chosen[0], e[0], e[2], e[1] == "improving"))
     return out
 
 
@@ -793,7 +816,7 @@ def censor(v, d, task, encodings):
     seeds that never left the baseline plateau at 1x (plateau_seeds), a decided verdict becomes
     plain inconclusive named 'comparator on its plateau' (the decision it would have had kept in
     the reason) and an undecided one gets the note."""
-    v = sv.censor(v, lr_censored(d, task, encodings))
+    v = sv.lr_censor(v, lr_censored(d, task, encodings))
     flat = plateau_seeds(d, task, encodings)
     if not flat:
         return v
@@ -825,32 +848,36 @@ def still_moving(full, task, scale, budget, eff, margin, what, effect_of):
         f"updates (by more than the margin): the fine-tune is still moving",)
 
 
-def finetune_rate_censor(v, full, task, budget, variants, metric_of, higher_is_better):
+def finetune_rate_censor(v, full, task, budget, variants, error_of, baseline, reversing=None):
     """The artifact check 'lr censored' on a fine-tune row, over the fine-tune rate grid
-    (finetune_lr_scale × the pilot's rate): each of `variants` whose best rate scale after `budget`
-    updates (mean over seeds of `metric_of(eval rows, variant)`, a {seed: value} dict) is an end of
-    a grid of at least two scales (seqlab_verdict.grid_end; a better rate may lie outside it) makes
-    a decided verdict inconclusive (seqlab_verdict.lr_censor). The best scale per variant is also
-    returned as text."""
+    (finetune_lr_scale × the pilot's rate): for each of `variants`, the rate scale with the lowest
+    mean over seeds of `error_of(eval rows, variant)` ({seed: a loss, or 1 − accuracy}) after
+    `budget` updates; where that is an end of the grid, seqlab_verdict.pilot_edge classifies it
+    against `baseline` (the same error of the predictor that ignores the dependency), and it
+    blocks (makes a decided verdict inconclusive, seqlab_verdict.lr_censor) when still improving
+    toward the edge and the variant is one whose improvement could reverse the verdict:
+    reversing[v.kind] (e.g. for 'PI beats direct': PI when it fails, direct when it holds), every
+    variant for a kind not listed. Returns (verdict, the best scale per variant as text)."""
     scales = finetune_scales(full["eval"], task)
+    reversing = reversing or {}
     censored, best_txt = [], []
     for var in variants:
         means = {}
         for sc in scales:
-            vals = list(metric_of(at_budget(full, task, sc, budget)["eval"], var).values())
+            vals = list(error_of(at_budget(full, task, sc, budget)["eval"], var).values())
             if vals:
                 means[sc] = sum(vals) / len(vals)
         if len(means) < 2:
             continue
-        best = (max if higher_is_better else min)(means, key=means.get)
+        best = min(means, key=means.get)
         best_txt.append(f"{var} {best:g}×")
-        end = sv.grid_end(best, list(means))
-        if end:
-            censored.append((f"{var}'s fine-tune", best, end,
-                             f"finetune_lr_scale ({', '.join(f'{x:g}' for x in sorted(means))} × the pilot's rate)",
-                             True, ""))
+        e = sv.pilot_edge(means, best, baseline)
+        if e:
+            blocks = e[1] == "improving" and var in reversing.get(v.kind, variants)
+            censored.append((f"{var}'s fine-tune", best, e[0],
+                             f" ({', '.join(f'{x:g}' for x in sorted(means))} × the pilot's rate){e[2]}",
+                             blocks, "finetune_lr_scale"))
     return sv.lr_censor(v, censored), ", ".join(best_txt)
-
 
 def per_ratio_text(d, task, a_enc, b_enc, mode, ratios, unit):
     """Per ratio beyond 1x, the paired difference of the degradations (a minus b, positive = b
@@ -999,8 +1026,8 @@ def trained_rows(d, task):
                      f"after {budget} fine-tune updates")))
         v = parts[0][1] if len(parts) == 1 else sv.combine(parts, condition="the fine-tune learning rate")
         v, best_rates = finetune_rate_censor(
-            v, full, task, budget, ("rope_pi", "rope"),
-            lambda ev, var: mean_beyond(ev, task, var, "finetuned", mode, inside), True)
+            v, full, task, budget, ("rope_pi", "rope"), lambda ev, var: error_beyond(ev, task, var, mode, inside),
+            baseline_error(d, task, mode), reversing={sv.FAILS: ("rope_pi",), sv.HOLDS: ("rope",)})
         out.append(censor(v, d, task, ("rope",)).row(
             claim=f"Position interpolation with fine-tuning beats direct fine-tuning at the same cost "
                   f"({budget} fine-tune updates at L' = {Lf}) ({task})",
@@ -1104,8 +1131,8 @@ def trained_rows(d, task):
         v = parts[0][1] if len(parts) == 1 else sv.combine(parts, condition="the fine-tune learning rate")
         inside6 = [x for x in beyond if x * L <= finetune_len(d, task)] or beyond
         v, best_rates6 = finetune_rate_censor(
-            v, full, task, budget, ("rope_pi",),
-            lambda ev, var: mean_beyond(ev, task, var, "finetuned", mode, inside6), True)
+            v, full, task, budget, ("rope_pi",), lambda ev, var: error_beyond(ev, task, var, mode, inside6),
+            baseline_error(d, task, mode), reversing={sv.FAILS: ("rope_pi",), sv.HOLDS: ()})
 
         def one_x(sc):
             dv = at_budget(full, task, sc, budget)

@@ -256,6 +256,36 @@ def grid_end(chosen, grid):
     return None
 
 
+# A learning-rate pilot that chose an end of its grid is flat when its scores span less than
+# PILOT_FLAT x the baseline (the choice carries nothing), levelling off when its last step toward
+# the edge gains less than PILOT_STEP x the baseline, and still improving toward the edge
+# otherwise: only then can a rate beyond the grid matter (pilot_edge).
+PILOT_FLAT, PILOT_STEP = 0.05, 0.01
+
+
+def pilot_edge(scores, chosen, baseline, flat=PILOT_FLAT, step=PILOT_STEP):
+    """None, or (end, kind, detail) when the rate `chosen` of a pilot's scores {lr: validation
+    loss, lower is better; nan for a diverged rate} is an end of its grid (grid_end): kind 'flat'
+    (the finite scores span < flat x baseline), 'levelling' (the step from the neighbouring rate
+    to the chosen one gains < step x baseline) or 'improving'; 'improving' with ' (pilot not
+    classified)' without a positive baseline or two finite scores. detail: text for lr_censor's
+    entry, e.g. ' (pilot levelling off: span 6 %, last step 0.2 %)'."""
+    grid = sorted(scores)
+    end = grid_end(chosen, grid)
+    if end is None:
+        return None
+    finite = [x for x in scores.values() if not math.isnan(x)]
+    if not (baseline is not None and baseline > 0) or len(finite) < 2:
+        return end, "improving", " (pilot not classified)"
+    spread = (max(finite) - min(finite)) / baseline
+    nb = grid[-2] if end == "top" else grid[1]
+    gain = (scores[nb] - scores[chosen]) / baseline if not math.isnan(scores[nb]) else float("inf")
+    kind = "flat" if spread < flat else "levelling" if gain < step else "improving"
+    what = {"flat": "flat", "levelling": "levelling off", "improving": "still improving"}
+    return end, kind, (f" (pilot {what[kind]}: span {100 * spread:.0f} %"
+                       + (f", last step {100 * gain:.1f} %" if kind != "flat" else "") + ")")
+
+
 def censor(v, censored):
     """The artifact check 'lr censored' where every censored arm counts: censored = [(arm name,
     chosen lr, 'top' | 'bottom')], the compared arms whose pilot chose an end of its grid. A
@@ -423,7 +453,7 @@ def lr_censor(v, censored):
         notes.append("lr censored: " + ", ".join(entry(c) for c in block) +
                      " (its tuned rate may lie outside the grid)")
     if other:
-        notes.append("at an end of lr_grid without consequence: " + ", ".join(entry(c) for c in other))
+        notes.append("at an end of its grid without consequence: " + ", ".join(entry(c) for c in other))
     if block and v.kind in (HOLDS, FAILS, DEPENDS):
         rest = f"; {notes[1]}" if len(notes) > 1 else ""
         return Verdict(INCONCLUSIVE, f"{notes[0]}; the interval alone would say {v.text}: {v.reason}{rest}",

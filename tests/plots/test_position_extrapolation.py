@@ -14,7 +14,8 @@ holds, falling fails; PI fine-tuned above direct fine-tuning holds at the verdic
 budget, whatever the other budgets say; a fine-tune row whose effect moved against it by more than
 the margin since the budget, or over the fine-tune's last doubling, is not converged; a best
 fine-tune rate at an end of finetune_lr_scale censors a decided row); a pilot that chose an end of its grid makes a decided
-verdict inconclusive, 'lr censored'; tables without the fine-tune columns (written before them)
+verdict inconclusive, 'lr censored', when it is still improving toward that end (a flat pilot's end is named
+without consequence); tables without the fine-tune columns (written before them)
 give the same fine-tune verdicts; a CSV without a column or a missing CSV makes the script exit 2
 naming it, and verdicts() raise DataError; a run whose encodings decide no claim still gets its
 figures (exit 0, a note), while verdicts() raise.
@@ -195,13 +196,30 @@ def main():
         # Beside the pooled verdict, the per-ratio difference of the degradations: 0.4 - 0.1 = +0.3 at 2x.
         check("Per ratio" in got["measured"] and "2x: +0.3" in got["measured"],
               f"rope vs sinusoidal: no per-ratio value: {got['measured']}")
-        # The same numbers with the pilot's original choices (an end of the two-rate grid): the decided
-        # verdict becomes inconclusive, lr censored, naming the arm and keeping what the interval says.
+        # The same numbers with the pilot's original choices (an end of the two-rate grid), whose
+        # scores lie within 5 % of the baseline loss of each other (a flat pilot): the verdict
+        # stands, the end named without consequence.
         with open(pilot_csv, "w", newline="") as f:
             f.write(censored_pilot)
         got = verdict("Sinusoidal encodings fail")
+        check(got["verdict"] == "holds" and "without consequence: sinusoidal chose" in got["reason"]
+              and "pilot flat" in got["reason"], f"flat pilot at an end: {got['verdict']}: {got['reason']}")
+        # The chosen end a whole nat better than the other rate (still improving toward the edge):
+        # the decided verdict becomes inconclusive, lr censored, naming the arm and keeping what the
+        # interval says.
+        def improving(header, body):
+            i = {c: header.index(c) for c in ("task", "positional_encoding", "val_loss", "chosen")}
+            for b in body:
+                if b[i["chosen"]] == "0":
+                    b[i["val_loss"]] = str(float(b[i["val_loss"]]) + 1.0)
+            return header, body
+        rewrite_csv(pilot_csv, improving)
+        got = verdict("Sinusoidal encodings fail")
         check(got["verdict"] == "inconclusive" and "lr censored: sinusoidal chose" in got["reason"]
-              and "would say holds" in got["reason"], f"censored pilot: {got['verdict']}: {got['reason']}")
+              and "still improving" in got["reason"] and "would say holds" in got["reason"],
+              f"censored pilot: {got['verdict']}: {got['reason']}")
+        with open(pilot_csv, "w", newline="") as f:
+            f.write(censored_pilot)
         rewrite_csv(pilot_csv, interior)
 
         # PI fine-tuned against direct fine-tuning (passkey, fine-tuned in tiny.ini for 3 updates,
@@ -355,33 +373,40 @@ def main():
 
 def check_finetune_rate_censor():
     """finetune_rate_censor: a fine-tuned variant whose best rate scale is an end of the
-    finetune_lr_scale grid makes a decided row inconclusive ('lr censored', naming it and the grid);
-    interior best rates leave it."""
+    finetune_lr_scale grid and still improving toward it censors a decided row ('lr censored',
+    naming it and the grid) when its improvement could reverse the verdict (PI when 'PI beats
+    direct' fails); the leading variant's end, a levelling one, or interior best rates leave it."""
     sv = import_plots_module("seqlab_verdict")
 
-    def full(best):  # rope_pi's and rope's accuracy per rate scale after 8 updates, best at `best`
-        rows = []
-        for var, b in best.items():
-            for sc in (0.05, 0.2, 0.5):
-                rows.append({"task": "passkey", "variant": "finetuned", "positional_encoding": var,
-                             "finetune_lr_scale": str(sc), "finetune_step": "8",
-                             "accuracy": "0.9" if sc == b else "0.5"})
-        return {"eval": rows}
+    def full(acc):  # accuracy after 8 updates per variant and rate scale
+        return {"eval": [{"task": "passkey", "variant": "finetuned", "positional_encoding": var,
+                          "finetune_lr_scale": str(sc), "finetune_step": "8", "accuracy": str(a)}
+                         for var, by in acc.items() for sc, a in by.items()]}
 
-    def metric(ev, var):
-        vals = [float(r["accuracy"]) for r in ev if r.get("positional_encoding") == var]
+    def error(ev, var):
+        vals = [1 - float(r["accuracy"]) for r in ev if r.get("positional_encoding") == var]
         return {0: sum(vals) / len(vals)} if vals else {}
 
-    decided = sv.Verdict(sv.FAILS, "the interval lies below")
-    v, best = plot.finetune_rate_censor(decided, full({"rope_pi": 0.5, "rope": 0.2}), "passkey", 8,
-                                        ("rope_pi", "rope"), metric, True)
-    check(v.kind == sv.INCONCLUSIVE and "lr censored: rope_pi's fine-tune chose 0.5, the top of finetune_lr_scale"
-          in v.reason and "rope's fine-tune" not in v.reason and best == "rope_pi 0.5×, rope 0.2×",
-          f"best fine-tune rate at the top of the grid: {v.kind}: {v.reason} ({best})")
-    v, best = plot.finetune_rate_censor(sv.Verdict(sv.FAILS, "the interval lies below"),
-                                        full({"rope_pi": 0.2, "rope": 0.2}), "passkey", 8, ("rope_pi", "rope"),
-                                        metric, True)
-    check(v.kind == sv.FAILS and "censored" not in v.reason, f"interior best fine-tune rates: {v.kind}: {v.reason}")
+    rev = {sv.FAILS: ("rope_pi",), sv.HOLDS: ("rope",)}
+    rising = {0.05: 0.5, 0.2: 0.6, 0.5: 0.9}  # best at the top, still improving
+    flat_mid = {0.05: 0.5, 0.2: 0.9, 0.5: 0.6}  # best inside
+    cases = [  # (accuracies, verdict kind, want censored, what)
+        ({"rope_pi": rising, "rope": flat_mid}, sv.FAILS, True, "PI behind, its best rate at the top"),
+        ({"rope_pi": flat_mid, "rope": rising}, sv.FAILS, False, "direct ahead, its best rate at the top"),
+        ({"rope_pi": flat_mid, "rope": rising}, sv.HOLDS, True, "direct behind, its best rate at the top"),
+        ({"rope_pi": {0.05: 0.9, 0.2: 0.901, 0.5: 0.902}, "rope": flat_mid}, sv.FAILS, False,
+         "PI's best at the top, levelling off"),
+        ({"rope_pi": flat_mid, "rope": flat_mid}, sv.FAILS, False, "interior best rates"),
+    ]
+    for acc, kind, want, what in cases:
+        v, best = plot.finetune_rate_censor(sv.Verdict(kind, "the interval"), full(acc), "passkey", 8,
+                                            ("rope_pi", "rope"), error, 0.9, rev)
+        got = v.kind == sv.INCONCLUSIVE and "lr censored:" in v.reason and "finetune_lr_scale" in v.reason
+        check(got == want and (v.kind == kind) == (not want), f"{what}: {v.kind}: {v.reason} ({best})")
+    v, best = plot.finetune_rate_censor(sv.Verdict(sv.FAILS, "the interval"), full({"rope_pi": rising, "rope": flat_mid}),
+                                        "passkey", 8, ("rope_pi", "rope"), error, 0.9, rev)
+    check(best == "rope_pi 0.5×, rope 0.2×" and "rope_pi's fine-tune chose 0.5, the top of finetune_lr_scale" in v.reason,
+          f"best rates named: {best}; {v.reason}")
 
 
 if __name__ == "__main__":

@@ -176,7 +176,7 @@ def censoring():
           and "would say holds" in v.reason, f"blocking arm: {v.kind}: {v.reason}")
     check(sv.why_inconclusive(v.row("c", "m", "a", "r")) == "lr censored", "named lr censored")
     f = sv.lr_censor(sv.decide(UP, 0.02, sv.GREATER), [("RNN", 0.001, "bottom", " (pilot flat)", False)])
-    check(f.kind == sv.HOLDS and "at an end of lr_grid without consequence: RNN chose 0.001, the bottom"
+    check(f.kind == sv.HOLDS and "at an end of its grid without consequence: RNN chose 0.001, the bottom"
           in f.reason and "lr censored" not in f.reason, f"non-blocking arm: {f.kind}: {f.reason}")
     u = sv.lr_censor(sv.decide(WIDE, 0.02, sv.GREATER), [("GRU", 0.03, "top", "", True),
                                                          ("RNN", 0.001, "bottom", "", False)])
