@@ -737,10 +737,38 @@ def reference_budget(evals, task, budget):
 
 def at_budget(d, task, scale, step):
     """d whose eval rows are the zero-shot ones and the task's fine-tuned ones at rate scale `scale`
-    after `step` updates (what the verdicts and the length figures read as 'fine-tuned')."""
+    (one for every variant, or {variant: scale}, the variants not in it dropped) after `step`
+    updates (what the verdicts and the length figures read as 'fine-tuned')."""
+    def at_rate(r):
+        want = scale.get(r["positional_encoding"]) if isinstance(scale, dict) else scale
+        return want is not None and ft_scale(r) == want
     ev = [r for r in d["eval"] if r["variant"] != "finetuned" or
-          (r["task"] == task and ft_scale(r) == scale and ft_step(r) == step)]
+          (r["task"] == task and at_rate(r) and ft_step(r) == step)]
     return dict(d, eval=ev)
+
+
+FT_CHOICE_FRACTION = 0.125  # the fine-tune's last eighth of updates (700-800 of 800) choose its rate
+
+
+def chosen_rates(d, task, budget):
+    """{variant: (chosen scale, {scale: score})}: each fine-tuned variant's rate scale, chosen as a
+    pilot is, without the test sets: the lowest mean over seeds of its training loss on the
+    fine-tune's fresh batches over the last FT_CHOICE_FRACTION of its first `budget` updates
+    (`_steps.csv`)."""
+    lo = budget * (1 - FT_CHOICE_FRACTION)
+    acc = {}
+    for r in d["steps"]:
+        if r["task"] != task or r["variant"] != "finetuned":
+            continue
+        x = num(r, "step")
+        if lo < x <= budget and not math.isnan(num(r, "train_loss")):
+            acc.setdefault(r["positional_encoding"], {}).setdefault(ft_scale(r), {}).setdefault(
+                r["seed"], []).append(num(r, "train_loss"))
+    out = {}
+    for var, by_sc in acc.items():
+        score = {sc: sum(sum(v) / len(v) for v in seeds.values()) / len(seeds) for sc, seeds in by_sc.items()}
+        out[var] = (min(score, key=score.get), score)
+    return out
 
 
 def mean_over(evals, task, enc, variant, mode, ratios):
@@ -834,50 +862,54 @@ def still_moving(full, task, scale, budget, eff, margin, what, effect_of):
     effect `effect_of(eval rows)` (at rate `scale`) at the verdicts' `budget` (`eff`) against the
     same effect at reference_budget (the last evaluated update after the budget, else the budget
     of the fine-tune's last doubling); 'moving' in the direction it shifts from the earlier to the
-    later budget when the shift exceeds `margin` (the fine-tune has not settled), else Nones."""
+    later budget when the shift exceeds half the `margin` (the fine-tune has not settled: another
+    doubling could carry the interval across the margin), else Nones. `scale` may be a
+    {variant: scale} (at_budget)."""
     ref = reference_budget(full["eval"], task, budget)
     if ref is None:
         return None, None, None
     e_ref = effect_of(at_budget(full, task, scale, ref)["eval"])
     (k0, e0), (k1, e1) = sorted([(ref, e_ref.value), (budget, eff.value)])
     shift = e1 - e0
-    if not abs(shift) > margin:
+    if not abs(shift) > margin / 2:
         return None, None, None
     return (("moving", None) if shift > 0 else (None, "moving")) + (
         f"the {what} moves from {e0:+.3g} after {k0} to {e1:+.3g} after {k1} fine-tune "
-        f"updates (by more than the margin): the fine-tune is still moving",)
+        f"updates (by more than half the margin): the fine-tune is still moving",)
 
 
-def finetune_rate_censor(v, full, task, budget, variants, error_of, baseline, reversing=None):
-    """The artifact check 'lr censored' on a fine-tune row, over the fine-tune rate grid
-    (finetune_lr_scale × the pilot's rate): for each of `variants`, the rate scale with the lowest
-    mean over seeds of `error_of(eval rows, variant)` ({seed: a loss, or 1 − accuracy}) after
-    `budget` updates; where that is an end of the grid, seqlab_verdict.pilot_edge classifies it
-    against `baseline` (the same error of the predictor that ignores the dependency), and it
-    blocks (makes a decided verdict inconclusive, seqlab_verdict.lr_censor) when still improving
-    toward the edge and the variant is one whose improvement could reverse the verdict:
+def rate_censor(v, scores, baseline, reversing=None):
+    """The artifact check 'lr censored' on a fine-tune row over the fine-tune rate grid
+    (finetune_lr_scale × the pilot's rate): scores = {variant: {scale: score, lower is better}};
+    where a variant's best scale is an end of the grid, seqlab_verdict.pilot_edge classifies it
+    against `baseline` (the score of the predictor that ignores the dependency), and it blocks
+    (makes a decided verdict inconclusive, seqlab_verdict.lr_censor) when still improving toward
+    the edge and the variant is one whose improvement could reverse the verdict:
     reversing[v.kind] (e.g. for 'PI beats direct': PI when it fails, direct when it holds), every
     variant for a kind not listed. Returns (verdict, the best scale per variant as text)."""
-    scales = finetune_scales(full["eval"], task)
     reversing = reversing or {}
     censored, best_txt = [], []
-    for var in variants:
-        means = {}
-        for sc in scales:
-            vals = list(error_of(at_budget(full, task, sc, budget)["eval"], var).values())
-            if vals:
-                means[sc] = sum(vals) / len(vals)
+    for var, means in scores.items():
         if len(means) < 2:
             continue
         best = min(means, key=means.get)
         best_txt.append(f"{var} {best:g}×")
         e = sv.pilot_edge(means, best, baseline)
         if e:
-            blocks = e[1] == "improving" and var in reversing.get(v.kind, variants)
+            blocks = e[1] == "improving" and var in reversing.get(v.kind, tuple(scores))
             censored.append((f"{var}'s fine-tune", best, e[0],
                              f" ({', '.join(f'{x:g}' for x in sorted(means))} × the pilot's rate){e[2]}",
                              blocks, "finetune_lr_scale"))
     return sv.lr_censor(v, censored), ", ".join(best_txt)
+
+
+def rate_choice_censor(v, d, task, rates, variants, reversing):
+    """rate_censor on the fine-tunes' training-loss scores of chosen_rates against the task's
+    baseline loss (text: the unigram; the others: the predictor that ignores the dependency)."""
+    base = [num(r, "baseline_loss_nats") for r in d["eval"] if r["task"] == task and r["variant"] == "zero_shot"
+            and int(num(r, "eval_ratio")) == 1 and r["bucket"] == "all" and r["mode"] == primary_mode(task)]
+    baseline = sum(base) / len(base) if base else float("nan")
+    return rate_censor(v, {e: rates[e][1] for e in variants if e in rates}, baseline, reversing)[0]
 
 def per_ratio_text(d, task, a_enc, b_enc, mode, ratios, unit):
     """Per ratio beyond 1x, the paired difference of the degradations (a minus b, positive = b
@@ -993,13 +1025,15 @@ def trained_rows(d, task):
                  f"if above +{m:g}, fails if below −{m:g} or within; floor if either is at {floor_txt} at 1x or both "
                  "are beyond L_train; ceiling if both are within 0.02 of 1 everywhere"))
 
-    # 3. PI after fine-tuning beats direct fine-tuning (same updates, batches and learning rate), at the
-    # verdicts' fine-tune budget, per fine-tune rate ("depends on the fine-tune rate" if they differ).
+    # 3. PI after fine-tuning beats direct fine-tuning (same updates and batches), at the verdicts'
+    # fine-tune budget, each variant at the rate its own training loss chose (chosen_rates); the
+    # comparison at each single rate (Chen et al.'s same-rate control) beside it.
+    rates = chosen_rates(d, task, budget) if budget is not None else {}
     if has_arm(evals, task, "rope_pi", "finetuned") and has_arm(evals, task, "rope", "finetuned"):
         Lf = finetune_len(d, task)
         inside = [x for x in beyond if x * L <= Lf] or beyond
-        parts = []
-        for sc in scales:
+
+        def pi_vs_direct(sc):
             dv = at_budget(full, task, sc, budget)
             ev = dv["eval"]
             a = mean_beyond(ev, task, "rope_pi", "finetuned", mode, inside)
@@ -1016,18 +1050,26 @@ def trained_rows(d, task):
                 full, task, sc, budget, eff, m, "difference",
                 lambda ev: ss.paired_difference(mean_beyond(ev, task, "rope_pi", "finetuned", mode, inside),
                                                 mean_beyond(ev, task, "rope", "finetuned", mode, inside)))
-            parts.append((f"rate {sc:g} × the pilot's", sv.decide(
+            return sv.decide(
                 eff, m, sv.GREATER, unit=unit, ceiling=ce, floor=fl, controls=controls(d, task, arms),
                 moving_up=move_up, moving_down=move_down, moving_text=move_txt,
                 level_margin=TEXT_MARGIN if lm else LEVEL_ACC,
                 levels=f"{levels_text(dv, task, 'rope_pi', 'finetuned', inside, mode)}; "
                        f"{levels_text(dv, task, 'rope', 'finetuned', inside, mode)}",
                 test=f"paired t over seeds of the mean {lvl} beyond L_train up to the fine-tuned length L' = {Lf}, "
-                     f"after {budget} fine-tune updates")))
-        v = parts[0][1] if len(parts) == 1 else sv.combine(parts, condition="the fine-tune learning rate")
-        v, best_rates = finetune_rate_censor(
-            v, full, task, budget, ("rope_pi", "rope"), lambda ev, var: error_beyond(ev, task, var, mode, inside),
-            baseline_error(d, task, mode), reversing={sv.FAILS: ("rope_pi",), sv.HOLDS: ("rope",)})
+                     f"after {budget} fine-tune updates")
+
+        parts = [(f"rate {sc:g} × the pilot's", pi_vs_direct(sc)) for sc in scales]
+        if "rope_pi" in rates and "rope" in rates:
+            pick = {"rope_pi": rates["rope_pi"][0], "rope": rates["rope"][0]}
+            v = pi_vs_direct(pick)
+            v.reason = (f"at the rates the fine-tunes' training loss chose (rope_pi {pick['rope_pi']:g}×, rope "
+                        f"{pick['rope']:g}×): {v.reason}; at each single rate: "
+                        + "; ".join(f"{lab}: {pv.text} ({pv.reason})" for lab, pv in parts))
+            v = rate_choice_censor(v, d, task, rates, ("rope_pi", "rope"), {sv.FAILS: ("rope_pi",), sv.HOLDS: ("rope",)})
+        else:
+            v = parts[0][1] if len(parts) == 1 else sv.combine(parts, condition="the fine-tune learning rate")
+        best_rates = ", ".join(f"{e} {rates[e][0]:g}×" for e in ("rope_pi", "rope", "rope_ntk") if e in rates)
         out.append(censor(v, d, task, ("rope",)).row(
             claim=f"Position interpolation with fine-tuning beats direct fine-tuning at the same cost "
                   f"({budget} fine-tune updates at L' = {Lf}) ({task})",
@@ -1035,16 +1077,17 @@ def trained_rows(d, task):
                 f"rate {sc:g}×: " + "; ".join(levels_text(at_budget(full, task, sc, budget), task, e, "finetuned", ratios,
                                                           mode) for e in ("rope_pi", "rope", "rope_ntk"))
                 for sc in scales) + f"; before fine-tuning: {lv('rope')}; L' = {Lf}"
-                     + (f"; best fine-tune rate (mean {lvl} beyond L_train up to L'): {best_rates}" if best_rates else "")
+                     + (f"; fine-tune rate chosen by the training loss: {best_rates}" if best_rates else "")
                      + ". Against fine-tune updates: " + finetune_curve_text(full, task, mode, inside),
             anchor="Chen et al. 2023 §3.2-3.3 (LLaMA 7B-65B, 2048 -> 8192-32768): PI reaches the target window within "
                    "~200-1000 steps (passkey at every depth; PG19 / Proof-pile perplexity falling with the window), "
                    "direct fine-tuning extends the effective window only slowly",
             rule=f"per seed, the {lvl} beyond L_train up to L' (mean over {', '.join(f'{x}x' for x in inside)}) after "
-                 f"{budget} fine-tune updates (a fixed budget: converged n.a.), rope_pi fine-tuned against rope "
-                 f"fine-tuned (the same updates, batches and learning rate), paired t against ±{m:g} {unit}: holds if "
-                 "beyond in PI's favour, fails if beyond the other way or within; floor / ceiling if both sit there; "
-                 "per fine-tune rate, combined"))
+                 f"{budget} fine-tune updates, rope_pi fine-tuned against rope fine-tuned (the same updates and "
+                 "batches), each at the rate its fine-tune's training loss over the last eighth of the updates chose, "
+                 f"paired t against ±{m:g} {unit}: holds if beyond in PI's favour, fails if beyond the other way or "
+                 "within; floor / ceiling if both sit there; not converged if the difference moved by more than half "
+                 "the margin over the last doubling; the same at each single rate beside it"))
 
     # 4. NTK zero-shot beats PI zero-shot (bloc97).
     if has_arm(evals, task, "rope_pi") and has_arm(evals, task, "rope_ntk"):
@@ -1107,32 +1150,39 @@ def trained_rows(d, task):
                  f"accuracy tasks: floor (not learned) when ALiBi's 1x accuracy covers less than {LEARNED_SHARE:g} "
                  "of the distance from the baseline to 1"))
 
-    # 6. PI keeps its in-window quality after fine-tuning (Chen et al.), at the verdicts' budget.
+    # 6. PI keeps its in-window quality after fine-tuning (Chen et al.), at the verdicts' budget, at
+    # the rate its fine-tune's training loss chose (chosen_rates); each single rate beside it.
     if has_arm(evals, task, "rope_pi", "finetuned"):
         sign = -1.0 if lm else 1.0
-        parts = []
-        for sc in scales:
+        b = {s: sign * v for s, v in level(evals, task, "rope", "zero_shot", 1, mode).items()}
+
+        def keeps(sc):
             dv = at_budget(full, task, sc, budget)
             a = {s: sign * v for s, v in level(dv["eval"], task, "rope_pi", "finetuned", 1, mode).items()}
-            b = {s: sign * v for s, v in level(dv["eval"], task, "rope", "zero_shot", 1, mode).items()}
             eff = ss.paired_difference(a, b, what=("loss(rope before) − loss(rope_pi fine-tuned) at 1x, nats" if lm else
                                                     "accuracy(rope_pi fine-tuned) − accuracy(rope before) at 1x"))
             move_up, move_down, move_txt = still_moving(
                 full, task, sc, budget, eff, m, "change",
                 lambda ev: ss.paired_difference(
                     {s: sign * v for s, v in level(ev, task, "rope_pi", "finetuned", 1, mode).items()}, b))
-            parts.append((f"rate {sc:g} × the pilot's", sv.decide(
+            return sv.decide(
                 eff, m, sv.NO_WORSE, unit=unit, floor=at_floor(dv, task, "rope", "zero_shot", [1], mode),
                 moving_up=move_up, moving_down=move_down, moving_text=move_txt,
                 ceiling=(None if lm else bool(at_ceiling(dv, task, "rope", "zero_shot", [1], mode)
                                               and at_ceiling(dv, task, "rope_pi", "finetuned", [1], mode))),
                 controls=True, level_margin=TEXT_MARGIN if lm else LEVEL_ACC,
-                test=f"paired t over seeds (the fine-tuned model after {budget} updates against its own weights before)")))
-        v = parts[0][1] if len(parts) == 1 else sv.combine(parts, condition="the fine-tune learning rate")
-        inside6 = [x for x in beyond if x * L <= finetune_len(d, task)] or beyond
-        v, best_rates6 = finetune_rate_censor(
-            v, full, task, budget, ("rope_pi",), lambda ev, var: error_beyond(ev, task, var, mode, inside6),
-            baseline_error(d, task, mode), reversing={sv.FAILS: ("rope_pi",), sv.HOLDS: ()})
+                test=f"paired t over seeds (the fine-tuned model after {budget} updates against its own weights before)")
+
+        parts = [(f"rate {sc:g} × the pilot's", keeps(sc)) for sc in scales]
+        if "rope_pi" in rates:
+            pick = rates["rope_pi"][0]
+            v = keeps({"rope_pi": pick, "rope": pick, "rope_ntk": pick})
+            v.reason = (f"at the rate the fine-tune's training loss chose (rope_pi {pick:g}×): {v.reason}; at each "
+                        "single rate: " + "; ".join(f"{lab}: {pv.text} ({pv.reason})" for lab, pv in parts))
+            v = rate_choice_censor(v, d, task, rates, ("rope_pi",), {sv.FAILS: ("rope_pi",), sv.HOLDS: ()})
+        else:
+            v = parts[0][1] if len(parts) == 1 else sv.combine(parts, condition="the fine-tune learning rate")
+        best_rates6 = f"rope_pi {rates['rope_pi'][0]:g}×" if "rope_pi" in rates else ""
 
         def one_x(sc):
             dv = at_budget(full, task, sc, budget)
@@ -1144,13 +1194,14 @@ def trained_rows(d, task):
             claim=f"Position interpolation keeps the in-window (1x) quality after fine-tuning ({budget} updates) ({task})",
             measured=f"{lvl} at 1x: rope before {mean_level(evals, task, 'rope', 'zero_shot', 1, mode):.4g}; after "
                      f"{budget} updates: " + "; ".join(one_x(sc) for sc in scales) +
-                     (f"; best fine-tune rate (mean {lvl} beyond L_train up to L'): {best_rates6}" if best_rates6 else "") +
+                     (f"; fine-tune rate chosen by the training loss: {best_rates6}" if best_rates6 else "") +
                      ". Against fine-tune updates: " + finetune_curve_text(full, task, mode, [1]),
             anchor="Chen et al. 2023 §3.4, Table 5: the PI-extended models lose little on the original 2048 window "
                    "(small benchmark drops)",
             rule=f"NO_WORSE: the paired per-seed change of the 1x {lvl} from before to after {budget} updates of PI's "
-                 f"fine-tune: holds if the interval lies above −{m:g} {unit} (at most that much worse), fails if below; "
-                 "per fine-tune rate, combined"))
+                 f"fine-tune at the rate its training loss chose: holds if the interval lies above −{m:g} {unit} (at "
+                 "most that much worse), fails if below; not converged if the change moved by more than half the margin "
+                 "over the last doubling; the same at each single rate beside it"))
     return out
 
 

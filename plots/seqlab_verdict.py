@@ -185,6 +185,19 @@ def decide(effect, margin, claim, *, unit="", test=None, ceiling=None, floor=Non
         return Verdict(INCONCLUSIVE, f"{effect.n} replicate(s); the rule needs {min_n}", **base)
     r = region(effect.lo, effect.hi, margin)
     iv = f"[{effect.lo:.{digits}g}, {effect.hi:.{digits}g}]"
+    # An interval across a boundary whose two sides give the same verdict (GREATER: below and
+    # within −m…+m both fail; NO_WORSE: within and above both hold) decides it all the same.
+    touched = [q for q, hit in ((BELOW, effect.lo < -margin), (WITHIN, effect.lo <= margin and effect.hi >= -margin),
+                                (ABOVE, effect.hi > margin)) if hit]
+    if r == STRADDLE and len({_BY_REGION[claim][q] for q in touched}) == 1:
+        kind = _BY_REGION[claim][touched[0]]
+        up = [q for q in _ORDER if _ORDER[q] > max(_ORDER[t] for t in touched)]
+        down = [q for q in _ORDER if _ORDER[q] < min(_ORDER[t] for t in touched)]
+        if (moving_up == "moving" and any(_BY_REGION[claim][q] != kind for q in up)) or \
+                (moving_down == "moving" and any(_BY_REGION[claim][q] != kind for q in down)):
+            return Verdict(NOT_CONVERGED, f"the interval {iv} straddles {m_txt} on one side, but {moving}", **base)
+        side = f"below +{margin:.3g}" if ABOVE not in touched else f"above −{margin:.3g}"
+        return Verdict(kind, f"the interval {iv} lies {side}", **base)
     if r == STRADDLE:
         if "moving" in (moving_up, moving_down):
             return Verdict(NOT_CONVERGED, f"the interval {iv} straddles {m_txt} and "

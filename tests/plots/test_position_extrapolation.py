@@ -372,41 +372,40 @@ def main():
 
 
 def check_finetune_rate_censor():
-    """finetune_rate_censor: a fine-tuned variant whose best rate scale is an end of the
-    finetune_lr_scale grid and still improving toward it censors a decided row ('lr censored',
-    naming it and the grid) when its improvement could reverse the verdict (PI when 'PI beats
-    direct' fails); the leading variant's end, a levelling one, or interior best rates leave it."""
+    """rate_censor: a fine-tuned variant whose best rate scale is an end of the finetune_lr_scale
+    grid and still improving toward it censors a decided row ('lr censored', naming it and the
+    grid) when its improvement could reverse the verdict (PI when 'PI beats direct' fails); the
+    leading variant's end, a levelling one, or interior best rates leave it."""
     sv = import_plots_module("seqlab_verdict")
-
-    def full(acc):  # accuracy after 8 updates per variant and rate scale
-        return {"eval": [{"task": "passkey", "variant": "finetuned", "positional_encoding": var,
-                          "finetune_lr_scale": str(sc), "finetune_step": "8", "accuracy": str(a)}
-                         for var, by in acc.items() for sc, a in by.items()]}
-
-    def error(ev, var):
-        vals = [1 - float(r["accuracy"]) for r in ev if r.get("positional_encoding") == var]
-        return {0: sum(vals) / len(vals)} if vals else {}
-
     rev = {sv.FAILS: ("rope_pi",), sv.HOLDS: ("rope",)}
-    rising = {0.05: 0.5, 0.2: 0.6, 0.5: 0.9}  # best at the top, still improving
-    flat_mid = {0.05: 0.5, 0.2: 0.9, 0.5: 0.6}  # best inside
-    cases = [  # (accuracies, verdict kind, want censored, what)
-        ({"rope_pi": rising, "rope": flat_mid}, sv.FAILS, True, "PI behind, its best rate at the top"),
-        ({"rope_pi": flat_mid, "rope": rising}, sv.FAILS, False, "direct ahead, its best rate at the top"),
-        ({"rope_pi": flat_mid, "rope": rising}, sv.HOLDS, True, "direct behind, its best rate at the top"),
-        ({"rope_pi": {0.05: 0.9, 0.2: 0.901, 0.5: 0.902}, "rope": flat_mid}, sv.FAILS, False,
+    rising = {0.05: 0.5, 0.2: 0.4, 0.5: 0.1}  # scores (lower is better): best at the top, still improving
+    inner = {0.05: 0.5, 0.2: 0.1, 0.5: 0.4}  # best inside
+    cases = [  # (scores, verdict kind, want censored, what)
+        ({"rope_pi": rising, "rope": inner}, sv.FAILS, True, "PI behind, its best rate at the top"),
+        ({"rope_pi": inner, "rope": rising}, sv.FAILS, False, "direct ahead, its best rate at the top"),
+        ({"rope_pi": inner, "rope": rising}, sv.HOLDS, True, "direct behind, its best rate at the top"),
+        ({"rope_pi": {0.05: 0.1, 0.2: 0.099, 0.5: 0.098}, "rope": inner}, sv.FAILS, False,
          "PI's best at the top, levelling off"),
-        ({"rope_pi": flat_mid, "rope": flat_mid}, sv.FAILS, False, "interior best rates"),
+        ({"rope_pi": inner, "rope": inner}, sv.FAILS, False, "interior best rates"),
     ]
-    for acc, kind, want, what in cases:
-        v, best = plot.finetune_rate_censor(sv.Verdict(kind, "the interval"), full(acc), "passkey", 8,
-                                            ("rope_pi", "rope"), error, 0.9, rev)
+    for scores, kind, want, what in cases:
+        v, best = plot.rate_censor(sv.Verdict(kind, "the interval"), scores, 0.9, rev)
         got = v.kind == sv.INCONCLUSIVE and "lr censored:" in v.reason and "finetune_lr_scale" in v.reason
         check(got == want and (v.kind == kind) == (not want), f"{what}: {v.kind}: {v.reason} ({best})")
-    v, best = plot.finetune_rate_censor(sv.Verdict(sv.FAILS, "the interval"), full({"rope_pi": rising, "rope": flat_mid}),
-                                        "passkey", 8, ("rope_pi", "rope"), error, 0.9, rev)
+    v, best = plot.rate_censor(sv.Verdict(sv.FAILS, "the interval"), {"rope_pi": rising, "rope": inner}, 0.9, rev)
     check(best == "rope_pi 0.5×, rope 0.2×" and "rope_pi's fine-tune chose 0.5, the top of finetune_lr_scale" in v.reason,
           f"best rates named: {best}; {v.reason}")
+    # chosen_rates: the lowest mean training loss over the last eighth of the updates (700-800 of
+    # 800), whatever came before.
+    steps = []
+    for sc, early, late in ((0.05, 1.0, 1.4), (0.2, 3.0, 1.2), (0.5, 0.5, 1.3)):
+        for seed in ("0", "1"):
+            for x, y in ((600, early), (725, late), (800, late)):
+                steps.append({"task": "text", "variant": "finetuned", "positional_encoding": "rope_pi", "seed": seed,
+                              "finetune_lr_scale": str(sc), "step": str(x), "train_loss": str(y)})
+    got = plot.chosen_rates({"steps": steps}, "text", 800)
+    check(got["rope_pi"][0] == 0.2 and abs(got["rope_pi"][1][0.5] - 1.3) < 1e-12,
+          f"chosen_rates: {got}")
 
 
 if __name__ == "__main__":

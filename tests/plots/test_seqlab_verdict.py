@@ -48,6 +48,16 @@ def decide_kinds():
     check("straddles ±0.02" in v.reason, f"the straddle is spelled out: {v.reason}")
     v = sv.decide(SAME, 0.02, sv.GREATER)
     check("within" in v.reason, f"equivalence named: {v.reason}")
+    # An interval across one boundary whose two sides give the same verdict decides it: GREATER
+    # below and within ±m both fail; NO_WORSE within and above both hold; across +m for GREATER
+    # (within: fails, above: holds) stays inconclusive. A still-moving arm that could carry it into
+    # the other verdict's region makes it not converged.
+    for lo, hi, claim, kind in ((-0.07, -0.01, sv.GREATER, sv.FAILS), (-0.01, 0.05, sv.NO_WORSE, sv.HOLDS),
+                                (0.0, 0.05, sv.GREATER, sv.INCONCLUSIVE), (-0.05, 0.01, sv.NO_WORSE, sv.INCONCLUSIVE)):
+        v = sv.decide(ss.from_range((lo + hi) / 2, lo, hi), 0.02, claim, min_n=1)
+        check(v.kind == kind, f"one-sided straddle [{lo}, {hi}] {claim}: want {kind}, got {v.kind}: {v.reason}")
+    v = sv.decide(ss.from_range(-0.04, -0.07, -0.01), 0.02, sv.GREATER, min_n=1, moving_up="moving")
+    check(v.kind == sv.NOT_CONVERGED, f"one-sided straddle, moving toward holds: {v.kind}: {v.reason}")
     # Too few seeds: inconclusive whatever the interval (2 seeds with identical differences).
     v = sv.decide(est([0.5, 0.5]), 0.02, sv.GREATER)
     check(v.kind == sv.INCONCLUSIVE and "needs 3" in v.reason, f"2 seeds: {v.reason}")
