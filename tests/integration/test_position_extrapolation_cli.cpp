@@ -269,6 +269,13 @@ TEST_CASE("position_extrapolation leaves the fine-tune keys out of the cells tha
   const std::size_t sinusoidal = cell_files("sinusoidal"), rope = cell_files("rope");
   REQUIRE(sinusoidal > 0);
   REQUIRE(rope > 0);
+  auto pilots = [&]() {
+    std::size_t n = 0;
+    for (const auto& e : fs::directory_iterator(out / "pilots")) n += e.path().extension() == ".json" ? 1 : 0;
+    return n;
+  };
+  const std::size_t pilots_before = pilots();
+  REQUIRE(pilots_before == 2);  // one per encoding
   // Longer fine-tunes at one more rate: only the rope cell (which fine-tunes) runs again.
   const Run again = run(tiny(out, {"--task=passkey", "--encoding=sinusoidal,rope", "--finetune_steps=4",
                                    "--finetune_lr_scale=0.2 0.5", "--finetune_eval_steps=2"}),
@@ -277,6 +284,7 @@ TEST_CASE("position_extrapolation leaves the fine-tune keys out of the cells tha
   REQUIRE(again.code == 0);
   CHECK(cell_files("sinusoidal") == sinusoidal);
   CHECK(cell_files("rope") == 2 * rope);
+  CHECK(pilots() == pilots_before);  // the rope cell reused its pilot: it never reads the fine-tune keys
   const Csv ev = read_csv(out / "position_extrapolation_eval.csv");
   std::set<double> budgets;
   for (std::size_t i = 0; i < ev.rows.size(); ++i)
