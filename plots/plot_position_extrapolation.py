@@ -593,21 +593,13 @@ def mean_beyond(evals, task, enc, variant, mode, ratios, goodness=True):
     return {s: sign * sum(far[r][s] for r in ratios) / len(ratios) for s in seeds}
 
 
-def error_beyond(evals, task, variant, mode, ratios):
-    """{seed: error} of a fine-tuned variant beyond L_train over `ratios` (mean_beyond): the loss on
-    text, 1 − accuracy on the accuracy tasks (lower is better in both)."""
-    good = mean_beyond(evals, task, variant, "finetuned", mode, ratios)
-    return {s: (-g if is_lm(task) else 1.0 - g) for s, g in good.items()}
-
-
-def baseline_error(d, task, mode):
-    """The error (error_beyond's) of the predictor that ignores the dependency: the unigram loss on
-    text, 1 − the baseline accuracy on the accuracy tasks; mean over the rows at 1x."""
-    col = "baseline_loss_nats" if is_lm(task) else "baseline_accuracy"
-    vals = [num(r, col) for r in d["eval"] if r["task"] == task and r["variant"] == "zero_shot"
-            and int(num(r, "eval_ratio")) == 1 and r["bucket"] == "all" and r["mode"] == mode]
-    m = sum(vals) / len(vals) if vals else float("nan")
-    return m if is_lm(task) else 1.0 - m
+def baseline_loss(d, task):
+    """The loss of the predictor that ignores the dependency (text: the unigram; the others: the
+    baseline_loss_nats of their test sets), mean over the zero-shot rows at 1x in the task's mode:
+    the scale on which pilot_edge judges a learning-rate grid."""
+    base = [num(r, "baseline_loss_nats") for r in d["eval"] if r["task"] == task and r["variant"] == "zero_shot"
+            and int(num(r, "eval_ratio")) == 1 and r["bucket"] == "all" and r["mode"] == primary_mode(task)]
+    return sum(base) / len(base) if base else float("nan")
 
 
 def baseline_at(evals, task, ratio, mode):
@@ -808,9 +800,7 @@ def lr_censored(d, task, encodings):
     improving toward the edge (a better rate may lie outside the grid); fine-tunes inherit the rope
     arm's rate."""
     out = []
-    base = [num(r, "baseline_loss_nats") for r in d["eval"] if r["task"] == task and r["variant"] == "zero_shot"
-            and int(num(r, "eval_ratio")) == 1 and r["bucket"] == "all" and r["mode"] == primary_mode(task)]
-    baseline = sum(base) / len(base) if base else float("nan")
+    baseline = baseline_loss(d, task)
     for enc in dict.fromkeys(PILOT_ARM.get(e, e) for e in encodings):
         rows = [r for r in d["pilot"] if r["task"] == task and r["positional_encoding"] == enc]
         scores = {num(r, "lr"): num(r, "val_loss") for r in rows}
@@ -906,10 +896,7 @@ def rate_censor(v, scores, baseline, reversing=None):
 def rate_choice_censor(v, d, task, rates, variants, reversing):
     """rate_censor on the fine-tunes' training-loss scores of chosen_rates against the task's
     baseline loss (text: the unigram; the others: the predictor that ignores the dependency)."""
-    base = [num(r, "baseline_loss_nats") for r in d["eval"] if r["task"] == task and r["variant"] == "zero_shot"
-            and int(num(r, "eval_ratio")) == 1 and r["bucket"] == "all" and r["mode"] == primary_mode(task)]
-    baseline = sum(base) / len(base) if base else float("nan")
-    return rate_censor(v, {e: rates[e][1] for e in variants if e in rates}, baseline, reversing)[0]
+    return rate_censor(v, {e: rates[e][1] for e in variants if e in rates}, baseline_loss(d, task), reversing)[0]
 
 def per_ratio_text(d, task, a_enc, b_enc, mode, ratios, unit):
     """Per ratio beyond 1x, the paired difference of the degradations (a minus b, positive = b

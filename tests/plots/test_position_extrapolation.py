@@ -267,16 +267,21 @@ def main():
         # Read after the last update (3), PI's 1x level is within the margin of rope's before
         # fine-tuning, but it fell by more than the margin since the last doubling of the fine-tune
         # (after 1): not converged.
-        with open(eval_csv) as f:
-            before_drop = f.read()
-        rewrite_csv(eval_csv, set_ft({("rope_pi", 1): 1.0, ("rope_pi", 2): 1.0, ("rope_pi", 3): 0.9}))
-        last = next(v for v in plot.verdicts(ed) if v["claim"].startswith("Position interpolation keeps the in-window")
-                    and v["claim"].endswith("(passkey)"))
+        def passkey_row_with(edit, claim):
+            """The passkey row starting with `claim` on the eval table edited by `edit`, which is
+            then restored."""
+            with open(eval_csv) as f:
+                before = f.read()
+            rewrite_csv(eval_csv, edit)
+            row = next(v for v in plot.verdicts(ed) if v["claim"].startswith(claim) and v["claim"].endswith("(passkey)"))
+            with open(eval_csv, "w") as f:
+                f.write(before)
+            return row
+        last = passkey_row_with(set_ft({("rope_pi", 1): 1.0, ("rope_pi", 2): 1.0, ("rope_pi", 3): 0.9}),
+                                "Position interpolation keeps the in-window")
         check(last["verdict"] == "inconclusive: not converged" and "after 1 to" in last["reason"]
               and "after 3 fine-tune updates" in last["reason"],
               f"PI's 1x level falling over the last doubling: {last['verdict']}: {last['reason']}")
-        with open(eval_csv, "w") as f:
-            f.write(before_drop)
         # The same row with rope's seed 0 on its plateau at 1x (accuracy at the baseline): the
         # decided verdict becomes inconclusive, named.
         def rope_seed0_flat(header, body):
@@ -286,16 +291,10 @@ def main():
                         b[i["positional_encoding"]] == "rope" and b[i["seed"]] == "0":
                     b[i["accuracy"]] = "0.1"
             return header, body
-        with open(eval_csv) as f:
-            before_flat = f.read()
-        rewrite_csv(eval_csv, rope_seed0_flat)
-        flat = next(v for v in plot.verdicts(ed) if v["claim"].startswith("Position interpolation with fine-tuning")
-                    and v["claim"].endswith("(passkey)"))
+        flat = passkey_row_with(rope_seed0_flat, "Position interpolation with fine-tuning")
         check(flat["verdict"] == "inconclusive" and "never left its baseline plateau at 1x (rope in 1/" in flat["reason"]
               and "would say holds" in flat["reason"],
               f"rope on its plateau in one seed: {flat['verdict']}: {flat['reason']}")
-        with open(eval_csv, "w") as f:
-            f.write(before_flat)
         check("Against fine-tune updates" in got["measured"] and "rope_pi 1: 0.19" in got["measured"],
               f"PI vs direct: no values against the fine-tune updates: {got['measured']}")
         # Tables written before the fine-tune columns (one budget per fine-tune): the same verdict.
