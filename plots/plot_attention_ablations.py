@@ -51,6 +51,7 @@ import math
 import os
 import sys
 from collections import defaultdict
+from statistics import median
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import seqlab_stats as ss  # noqa: E402
@@ -96,6 +97,10 @@ CLAIMED_ARCH = {"majority": "encoder", "dup_tag": "encoder", "lm": "decoder", "c
                 "reverse": "encoder_decoder"}
 PARAM_MATCHED = ["encoder", "decoder", "prefix_lm", "encoder_decoder"]
 ACC_MARGIN = 0.02    # accuracy points below which a difference counts as none
+# Rows whose final metric is at the ceiling are decided on the updates to the target instead: a ratio
+# of updates within ×/÷ SPEED_RATIO counts as no difference (the curves are evaluated every 100
+# updates, 6-20 % of the 500-1700 updates at which the standard arms reach the target).
+SPEED_RATIO = 1.25
 LOSS_MARGIN = 0.02   # nats (per scored token / character)
 # The shares of heads whose removal the pruning rows judge: a quarter (near Michel et al.'s ~20 % on
 # WMT and ~40 % on BERT) and half.
@@ -414,8 +419,9 @@ class Arms:
         """([(name, lr, 'top' | 'bottom')], note) for seqlab_verdict.censor: the arm when its pilot
         chose an end of its grid (seqlab_verdict.grid_end), unless its test metric `col` (the one the
         row compares) is within the margin of the optimum in every seed (a better rate cannot raise
-        it) or a check arm with a grid wider on that side (checks_of) chose the same rate inside its
-        own grid (the rate is bracketed); the note says which of these cleared it."""
+        it; not for col steps_to_target, where a better rate may be faster) or a check arm with a
+        grid wider on that side (checks_of) chose the same rate inside its own grid (the rate is
+        bracketed); the note says which of these cleared it."""
         p = self.pilot(key)
         if not p:
             return [], ""
@@ -428,7 +434,8 @@ class Arms:
         margin = ACC_MARGIN if higher else LOSS_MARGIN
         opt = r0["best_accuracy"] if higher else r0["optimal_loss"]
         per_seed = [r[col] for r in self.idx[key].values()]
-        if sv.at_ceiling(per_seed, opt, margin, higher):
+        # The speed rows (col steps_to_target) have no optimum: a rate beyond the grid may be faster.
+        if col != "steps_to_target" and sv.at_ceiling(per_seed, opt, margin, higher):
             return [], (f"{name} chose {lr:g}, the {end} of lr_grid, but its {col.replace('_', ' ')} is within "
                         f"{margin:g} of the optimum in every seed, so a rate beyond the grid cannot improve it")
         for k, r in self.checks_of(key):
@@ -537,6 +544,44 @@ class Arms:
         if extra:
             v.reason = f"{v.reason}; {extra}"
         return sv.censor(v, cens)
+
+    def eval_every(self, key):
+        """The eval interval of arm `key` (updates between the points of its eval curve), or None."""
+        for pts in self.curves.get(self.first(key)["arm"], {}).values():
+            steps = sorted(p[0] for p in pts)
+            if len(steps) > 1:
+                return int(min(b - a for a, b in zip(steps, steps[1:])))
+        return None
+
+    def compare_speed(self, a, b, claim, a_name, b_name, controls=None):
+        """The verdict on 'arm a reaches the target sooner than (or no later than) arm b', for a row
+        whose final metric is at the ceiling: the paired per-seed ln(steps_to_target of b / of a)
+        (positive: a sooner; steps_to_target is the first evaluation at target_accuracy), t-interval,
+        against ±ln SPEED_RATIO. A run that never reached the target counts at its budget, a lower
+        bound of its steps: where that could favour the claim (censored runs in a) or hide it
+        (censored in b, when the verdict is not 'holds'), the row is inconclusive."""
+        def steps(key):
+            return ({s: (r["steps_to_target"] if r["steps_to_target"] >= 0 else r["steps"])
+                     for s, r in self.idx[key].items()},
+                    sum(1 for r in self.idx[key].values() if r["steps_to_target"] < 0))
+        (sa, ca), (sb, cb) = steps(a), steps(b)
+        common = sorted(set(sa) & set(sb))
+        eff = ss.mean_interval([math.log(sb[s] / sa[s]) for s in common],
+                               what=f"ln(updates to the target of {b_name} / of {a_name}) (positive: {a_name} sooner)",
+                               method=f"paired t over {len(common)} seeds")
+        if controls is None:
+            pa, pb = self.first(a)["n_params"], self.first(b)["n_params"]
+            controls = abs(pa / pb - 1) <= PARAM_TOLERANCE
+        v = sv.decide(eff, math.log(SPEED_RATIO), claim, controls=controls,
+                      margin_text=f"±ln {SPEED_RATIO:g} (a ratio of updates ×/÷ {SPEED_RATIO:g})")
+        if claim in (sv.NO_WORSE, sv.EQUAL) and eff.known and eff.se > 0:
+            t = ss.tost(eff, math.log(SPEED_RATIO))
+            v.test = f"{v.test}; TOST p = {t['p']:.2g} (one-sided p against −ln {SPEED_RATIO:g}: {t['p_lower']:.2g})"
+        if v.kind in (sv.HOLDS, sv.FAILS) and (ca or (cb and v.kind != sv.HOLDS)):
+            v = sv.Verdict(sv.INCONCLUSIVE, f"runs that never reached the target ({a_name} {ca}, {b_name} {cb}) "
+                           f"count at their budget, which could change the verdict; the interval alone: {v.reason}",
+                           test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
+        return self.lr_checks(v, ((a, a_name), (b, b_name)), "steps_to_target")
 
     def speed(self, a, b):
         """Steps to the target, a against b: Gehan's censored rank test, as text (never deciding)."""
@@ -657,6 +702,53 @@ def qk_designs(idx):
     return out
 
 
+SPEED_RULE = ("; where both arms are at the ceiling of that metric, the row is decided on the updates to the "
+              "target instead (steps_to_target: the first evaluation at target_accuracy = chance + target_fraction "
+              "x (best − chance)), when the eval interval is at most {q:.0%} of the fewest updates to it: the paired "
+              "per-seed ln(updates of the second arm / of the first), t-interval, against ±ln {r:g} ({verbs}); a run that never reached the target counts at its budget (a lower "
+              "bound), and the row is inconclusive where that could change the verdict; lr censored as above, "
+              "without the ceiling exemption")
+
+
+def speed_rule(claim):
+    verbs = {sv.GREATER: VERBS_GREATER, sv.NO_WORSE: VERBS_NO_WORSE}[claim].format(m=math.log(SPEED_RATIO))
+    return SPEED_RULE.format(r=SPEED_RATIO, q=SPEED_RATIO - 1, verbs=verbs.replace(f"{math.log(SPEED_RATIO):g}", f"ln {SPEED_RATIO:g}"))
+
+
+def speed_text(arms, keys_names):
+    """'updates to the target accuracy A (evaluated every N updates): name median (min–max), ...'."""
+    r0 = arms.first(keys_names[0][0])
+    every = arms.eval_every(keys_names[0][0])
+    parts = []
+    for k, n in keys_names:
+        got = sorted(r["steps_to_target"] for r in arms.idx[k].values() if r["steps_to_target"] >= 0)
+        miss = len(arms.idx[k]) - len(got)
+        parts.append(f"{n} " + (f"median {median(got):g} ({got[0]:g}–{got[-1]:g})" if got else "none reached")
+                     + (f", {miss} never reached it" if miss else ""))
+    return (f"updates to the target accuracy {r0['target_accuracy']:.3f}"
+            + (f" (evaluated every {every} updates)" if every else "") + ": " + "; ".join(parts))
+
+
+def by_speed(arms, v, a, b, claim, a_name, b_name):
+    """v, or where v is at the ceiling the verdict on the updates to the target (Arms.compare_speed),
+    its reason naming the ceiling (the levels are in the row's measured text). The ceiling stays
+    where the eval interval exceeds SPEED_RATIO − 1 of the fewest updates to the target of the
+    compared runs: a resolution coarser than the margin cannot decide it."""
+    if v.kind != sv.CEILING:
+        return v
+    every = arms.eval_every(a)
+    reached = [r["steps_to_target"] for k in (a, b) for r in arms.idx[k].values() if r["steps_to_target"] > 0]
+    if not every or not reached or every > (SPEED_RATIO - 1) * min(reached):
+        v.reason = (f"{v.reason}; the updates to the target cannot decide it either: evaluated every "
+                    f"{every or '?'} updates, more than {SPEED_RATIO - 1:.0%} of the fewest updates to the target "
+                    f"({min(reached) if reached else 'none reached'})")
+        return v
+    s = arms.compare_speed(a, b, claim, a_name, b_name)
+    s.reason = (f"both arms at the ceiling of the final metric ({v.effect}), so decided on the updates to the "
+                f"target: {s.reason}")
+    return s
+
+
 def qk_rows(idx, arms, seeds):
     out = []
     for rest, by_qk, others in qk_designs(idx):
@@ -676,14 +768,18 @@ def qk_rows(idx, arms, seeds):
         if "shared" in by_qk:
             kb = by_qk["shared"]
             if t in ASYMMETRIC:
-                v = arms.compare(ks, kb, sv.GREATER, "separate", "shared")
+                v = by_speed(arms, arms.compare(ks, kb, sv.GREATER, "separate", "shared"), ks, kb, sv.GREATER,
+                             "separate", "shared")
                 claim = f"Separate W_Q, W_K beat a shared W_Q = W_K where attention must be asymmetric ({where})"
-                r = "separate vs shared: " + rule(sv.GREATER, t)
+                r = "separate vs shared: " + rule(sv.GREATER, t) + speed_rule(sv.GREATER)
             else:
-                v = arms.compare(kb, ks, sv.NO_WORSE, "shared", "separate")
+                v = by_speed(arms, arms.compare(kb, ks, sv.NO_WORSE, "shared", "separate"), kb, ks, sv.NO_WORSE,
+                             "shared", "separate")
                 claim = f"A shared W_Q = W_K is not worse where attention need not be asymmetric ({where})"
-                r = "shared vs separate: " + rule(sv.NO_WORSE, t)
-            out.append(v.row(claim=claim, measured=f"{meas}; {params}; {arms.speed(ks, kb)} ({seeds} seeds)",
+                r = "shared vs separate: " + rule(sv.NO_WORSE, t) + speed_rule(sv.NO_WORSE)
+            out.append(v.row(claim=claim, measured=f"{meas}; {params}; {arms.speed(ks, kb)}; "
+                                                   f"{speed_text(arms, [(ks, 'separate'), (kb, 'shared')])} "
+                                                   f"({seeds} seeds)",
                              anchor=ANCHOR_QK, rule=r))
         # Reformer's claim "no worse than separate", on test loss: its mask alone, then its mask with
         # unit-length keys (the attention as published).
@@ -694,16 +790,22 @@ def qk_rows(idx, arms, seeds):
                  "k = q/‖q‖, attention to self masked)", "shared with unit-length keys and self masked")):
             if q not in by_qk:
                 continue
-            v = arms.compare(by_qk[q], ks, sv.NO_WORSE, name, "separate", on="test_loss")
+            v = by_speed(arms, arms.compare(by_qk[q], ks, sv.NO_WORSE, name, "separate", on="test_loss"),
+                         by_qk[q], ks, sv.NO_WORSE, name, "separate")
             out.append(v.row(claim=f"{what} is no worse than separate ({where})",
-                             measured=f"{meas}; {params} ({seeds} seeds)", anchor=ANCHOR_QK,
-                             rule=f"{how} vs separate, on test loss: " + rule(sv.NO_WORSE, t, on="test_loss")))
+                             measured=f"{meas}; {params}; {speed_text(arms, [(by_qk[q], name), (ks, 'separate')])} "
+                                      f"({seeds} seeds)", anchor=ANCHOR_QK,
+                             rule=f"{how} vs separate, on test loss: " + rule(sv.NO_WORSE, t, on="test_loss")
+                             + speed_rule(sv.NO_WORSE)))
         if "shared_noself" in by_qk and "shared" in by_qk:
-            v = arms.compare(by_qk["shared_noself"], by_qk["shared"], sv.GREATER, "self masked", "unmasked")
+            kn, ku = by_qk["shared_noself"], by_qk["shared"]
+            v = by_speed(arms, arms.compare(kn, ku, sv.GREATER, "self masked", "unmasked"), kn, ku, sv.GREATER,
+                         "self masked", "unmasked")
             out.append(v.row(
                 claim=f"Masking attention to self (Reformer §2) improves shared-QK attention ({where})",
-                measured=f"{meas} ({seeds} seeds)", anchor=ANCHOR_QK,
-                rule="shared with self masked vs shared: " + rule(sv.GREATER, t)))
+                measured=f"{meas}; {speed_text(arms, [(kn, 'self masked'), (ku, 'unmasked')])} ({seeds} seeds)",
+                anchor=ANCHOR_QK,
+                rule="shared with self masked vs shared: " + rule(sv.GREATER, t) + speed_rule(sv.GREATER)))
     return out
 
 

@@ -185,34 +185,52 @@ def main():
         check(e.fmt(3) in row["effect"], f"paired difference {e.fmt(3)} not in {row['effect']!r}")
         check(row["checks"]["controls"] == "no", f"shared QK has fewer parameters: {row['checks']}")
 
-        # The rules on edited copies of the prev_token arms: both at 1 -> ceiling; separate far
-        # ahead -> holds; shared far ahead -> fails; equal within the margin off the ceiling ->
-        # fails (no difference of the claimed size); both at chance -> floor.
+        # The rules on edited copies of the prev_token arms: separate far ahead -> holds; shared far
+        # ahead -> fails; equal within the margin off the ceiling -> fails (no difference of the
+        # claimed size); both at chance -> floor. Both at 1 (the ceiling): decided on the updates
+        # to the target instead (steps_to_target): separate 4x sooner -> holds; the same number ->
+        # fails; a separate run that never reached the target counts at its budget, which favours
+        # separate -> inconclusive; shared runs that never reached it only hide a difference, so
+        # separate sooner still holds; evaluated every 10 updates, a target reached at 10-40 updates
+        # is too coarse for a ±25 % margin -> the ceiling stays. The budget is set to 400 updates.
         ed = fresh(FIXTURE, tmp, "edited")
         path = os.path.join(ed, NAME + ".csv")
 
-        def set_acc(sep, shr):
+        def set_acc(sep, shr, sep_steps=(100,), shr_steps=(100,)):
             def fn(header, body):
                 i_t, i_q, i_h, i_s = (header.index(c) for c in ("task", "qk", "n_heads", "seed"))
-                i_a = header.index("test_accuracy")
+                i_a, i_st = header.index("test_accuracy"), header.index("steps_to_target")
                 for b in body:
                     if b[i_t] == "prev_token" and b[i_h] == "2":
-                        vals = sep if b[i_q] == "separate" else shr
+                        vals, st = (sep, sep_steps) if b[i_q] == "separate" else (shr, shr_steps)
                         b[i_a] = str(vals[int(b[i_s]) % len(vals)])
+                        b[i_st] = str(st[int(b[i_s]) % len(st)])
+                        b[header.index("steps")] = "400"
                 return header, body
             return fn
 
-        def qk_verdict():
-            return next(v for v in plot.verdicts(ed) if "previous token" in v["claim"]
-                        and "Separate" in v["claim"])["verdict"]
-        for sep, shr, want in (([1.0, 1.0, 0.995], [1.0, 0.99, 1.0], "inconclusive: ceiling"),
-                               ([0.9, 0.92, 0.88], [0.3, 0.35, 0.32], "holds"),
-                               ([0.3, 0.35, 0.32], [0.9, 0.92, 0.88], "fails"),
-                               ([0.6, 0.605, 0.6], [0.6, 0.6, 0.602], "fails"),
-                               ([0.6, 0.9, 0.3], [0.6, 0.6, 0.6], "inconclusive"),
-                               ([0.125, 0.13, 0.12], [0.125, 0.125, 0.13], "inconclusive: floor")):
-            rewrite_csv(path, set_acc(sep, shr))
-            check(qk_verdict() == want, f"separate {sep} vs shared {shr}: {want} (got {qk_verdict()})")
+        def qk_row():
+            return next(v for v in plot.verdicts(ed) if "previous token" in v["claim"] and "Separate" in v["claim"])
+
+        top = ([1.0, 1.0, 0.995], [1.0, 0.99, 1.0])
+        for sep, shr, steps, want in (
+                (*top, ([40, 40, 50], [160, 180, 160]), "holds"),
+                (*top, ([100], [100, 110, 100]), "fails"),
+                (*top, ([-1, 40, 40], [160, 180, 160]), "inconclusive"),
+                (*top, ([40, 40, 50], [-1, 300, 300]), "holds"),
+                (*top, ([10, 10, 20], [40, 40, 40]), "inconclusive: ceiling"),
+                ([0.9, 0.92, 0.88], [0.3, 0.35, 0.32], None, "holds"),
+                ([0.3, 0.35, 0.32], [0.9, 0.92, 0.88], None, "fails"),
+                ([0.6, 0.605, 0.6], [0.6, 0.6, 0.602], None, "fails"),
+                ([0.6, 0.9, 0.3], [0.6, 0.6, 0.6], None, "inconclusive"),
+                ([0.125, 0.13, 0.12], [0.125, 0.125, 0.13], None, "inconclusive: floor")):
+            rewrite_csv(path, set_acc(sep, shr, *(steps or ())))
+            row = qk_row()
+            check(row["verdict"] == want, f"separate {sep} vs shared {shr} (steps {steps}): {want} (got "
+                                          f"{row['verdict']}: {row['reason']})")
+            check((steps is not None and want != "inconclusive: ceiling") ==
+                  ("decided on the updates to the target" in row["reason"]),
+                  f"the speed rule applies exactly at the ceiling: {row['reason']}")
 
         rules_on_constructed_inputs(tmp)
 
