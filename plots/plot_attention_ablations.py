@@ -98,8 +98,9 @@ CLAIMED_ARCH = {"majority": "encoder", "dup_tag": "encoder", "lm": "decoder", "c
 PARAM_MATCHED = ["encoder", "decoder", "prefix_lm", "encoder_decoder"]
 ACC_MARGIN = 0.02    # accuracy points below which a difference counts as none
 # Rows whose final metric is at the ceiling are decided on the updates to the target instead: a ratio
-# of updates within ×/÷ SPEED_RATIO counts as no difference (the curves are evaluated every 100
-# updates, 6-20 % of the 500-1700 updates at which the standard arms reach the target).
+# of updates within ×/÷ SPEED_RATIO counts as no difference (the standard curves are evaluated every
+# 100 updates, 2-20 % of the 500-5200 updates at which the standard arms reach the target; by_speed
+# keeps the ceiling where the interval exceeds SPEED_RATIO − 1 of the fewest updates).
 SPEED_RATIO = 1.25
 LOSS_MARGIN = 0.02   # nats (per scored token / character)
 # The shares of heads whose removal the pruning rows judge: a quarter (near Michel et al.'s ~20 % on
@@ -559,7 +560,8 @@ class Arms:
         (positive: a sooner; steps_to_target is the first evaluation at target_accuracy), t-interval,
         against ±ln SPEED_RATIO. A run that never reached the target counts at its budget, a lower
         bound of its steps: where that could favour the claim (censored runs in a) or hide it
-        (censored in b, when the verdict is not 'holds'), the row is inconclusive."""
+        (censored in b, when the verdict is not 'holds'), the row is inconclusive; so it is where the
+        slower arm's pilot was flat (its rate carries no information, and speed depends on it)."""
         def steps(key):
             return ({s: (r["steps_to_target"] if r["steps_to_target"] >= 0 else r["steps"])
                      for s, r in self.idx[key].items()},
@@ -580,6 +582,14 @@ class Arms:
         if v.kind in (sv.HOLDS, sv.FAILS) and (ca or (cb and v.kind != sv.HOLDS)):
             v = sv.Verdict(sv.INCONCLUSIVE, f"runs that never reached the target ({a_name} {ca}, {b_name} {cb}) "
                            f"count at their budget, which could change the verdict; the interval alone: {v.reason}",
+                           test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
+        # An arm slower at a rate its flat pilot did not choose (every rate near the chance loss) may
+        # be slow because of the rate: a verdict that rests on its slowness is not decided.
+        slow_key, slow_name = (b, b_name) if eff.known and eff.value > 0 else (a, a_name)
+        p = self.pilot(slow_key)
+        if v.kind in (sv.HOLDS, sv.FAILS) and p and p[1]:
+            v = sv.Verdict(sv.INCONCLUSIVE, f"the slower arm, {slow_name}, trained at a rate its flat pilot did not "
+                           f"inform ({p[2]}), so its slowness may be the rate's; the interval alone: {v.reason}",
                            test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
         return self.lr_checks(v, ((a, a_name), (b, b_name)), "steps_to_target")
 
@@ -706,8 +716,8 @@ SPEED_RULE = ("; where both arms are at the ceiling of that metric, the row is d
               "target instead (steps_to_target: the first evaluation at target_accuracy = chance + target_fraction "
               "x (best − chance)), when the eval interval is at most {q:.0%} of the fewest updates to it: the paired "
               "per-seed ln(updates of the second arm / of the first), t-interval, against ±ln {r:g} ({verbs}); a run that never reached the target counts at its budget (a lower "
-              "bound), and the row is inconclusive where that could change the verdict; lr censored as above, "
-              "without the ceiling exemption")
+              "bound), and the row is inconclusive where that could change the verdict, or where the slower arm's "
+              "pilot was flat (its rate uninformed); lr censored as above, without the ceiling exemption")
 
 
 def speed_rule(claim):
@@ -723,8 +733,9 @@ def speed_text(arms, keys_names):
     for k, n in keys_names:
         got = sorted(r["steps_to_target"] for r in arms.idx[k].values() if r["steps_to_target"] >= 0)
         miss = len(arms.idx[k]) - len(got)
+        lr = arms.first(k).get("lr", float("nan"))
         parts.append(f"{n} " + (f"median {median(got):g} ({got[0]:g}–{got[-1]:g})" if got else "none reached")
-                     + (f", {miss} never reached it" if miss else ""))
+                     + (f", {miss} never reached it" if miss else "") + (f" at lr {lr:g}" if lr == lr else ""))
     return (f"updates to the target accuracy {r0['target_accuracy']:.3f}"
             + (f" (evaluated every {every} updates)" if every else "") + ": " + "; ".join(parts))
 

@@ -192,12 +192,19 @@ def main():
         # fails; a separate run that never reached the target counts at its budget, which favours
         # separate -> inconclusive; shared runs that never reached it only hide a difference, so
         # separate sooner still holds; evaluated every 10 updates, a target reached at 10-40 updates
-        # is too coarse for a ±25 % margin -> the ceiling stays. The budget is set to 400 updates.
+        # is too coarse for a ±25 % margin -> the ceiling stays; the slower (shared) arm's pilot flat
+        # at the chance loss: its rate is uninformed -> inconclusive. Budgets: 400 updates (shared:
+        # 4000 where a censored separate run would otherwise favour separate).
         ed = fresh(FIXTURE, tmp, "edited")
         path = os.path.join(ed, NAME + ".csv")
 
-        def set_acc(sep, shr, sep_steps=(100,), shr_steps=(100,)):
+        def set_acc(sep, shr, sep_steps=(100,), shr_steps=(100,), flat_shared=False, shr_budget=400):
             def fn(header, body):
+                for c in ("lr_grid", "pilot_val_losses"):
+                    if c not in header:
+                        header = header + [c]
+                        for b in body:
+                            b.append("")
                 i_t, i_q, i_h, i_s = (header.index(c) for c in ("task", "qk", "n_heads", "seed"))
                 i_a, i_st = header.index("test_accuracy"), header.index("steps_to_target")
                 for b in body:
@@ -205,7 +212,11 @@ def main():
                         vals, st = (sep, sep_steps) if b[i_q] == "separate" else (shr, shr_steps)
                         b[i_a] = str(vals[int(b[i_s]) % len(vals)])
                         b[i_st] = str(st[int(b[i_s]) % len(st)])
-                        b[header.index("steps")] = "400"
+                        b[header.index("steps")] = "400" if b[i_q] == "separate" else str(shr_budget)
+                        if flat_shared and b[i_q] != "separate":  # every pilot rate at the chance loss
+                            chance = b[header.index("chance_loss")]
+                            b[header.index("lr_grid")], b[header.index("pilot_val_losses")] = (
+                                "0.001 0.01", f"{chance} {chance}")
                 return header, body
             return fn
 
@@ -216,9 +227,10 @@ def main():
         for sep, shr, steps, want in (
                 (*top, ([40, 40, 50], [160, 180, 160]), "holds"),
                 (*top, ([100], [100, 110, 100]), "fails"),
-                (*top, ([-1, 40, 40], [160, 180, 160]), "inconclusive"),
+                (*top, ([-1, 100, 100], [3000], False, 4000), "inconclusive"),  # shared's budget 4000
                 (*top, ([40, 40, 50], [-1, 300, 300]), "holds"),
                 (*top, ([10, 10, 20], [40, 40, 40]), "inconclusive: ceiling"),
+                (*top, ([40, 40, 50], [160, 180, 160], True), "inconclusive"),  # the slower arm's pilot flat
                 ([0.9, 0.92, 0.88], [0.3, 0.35, 0.32], None, "holds"),
                 ([0.3, 0.35, 0.32], [0.9, 0.92, 0.88], None, "fails"),
                 ([0.6, 0.605, 0.6], [0.6, 0.6, 0.602], None, "fails"),
@@ -228,6 +240,9 @@ def main():
             row = qk_row()
             check(row["verdict"] == want, f"separate {sep} vs shared {shr} (steps {steps}): {want} (got "
                                           f"{row['verdict']}: {row['reason']})")
+            if steps is not None and want == "inconclusive":  # for the reason the case sets up
+                why = "its flat pilot did not inform" if len(steps) > 2 and steps[2] else "never reached the target"
+                check(why in row["reason"], f"steps {steps}: {why!r} not in {row['reason']}")
             check((steps is not None and want != "inconclusive: ceiling") ==
                   ("decided on the updates to the target" in row["reason"]),
                   f"the speed rule applies exactly at the ceiling: {row['reason']}")
