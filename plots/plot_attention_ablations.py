@@ -99,8 +99,8 @@ PARAM_MATCHED = ["encoder", "decoder", "prefix_lm", "encoder_decoder"]
 ACC_MARGIN = 0.02    # accuracy points below which a difference counts as none
 # Rows whose final metric is at the ceiling are decided on the updates to the target instead: a ratio
 # of updates within ×/÷ SPEED_RATIO counts as no difference (the standard curves are evaluated every
-# 100 updates, 2-20 % of the 500-5200 updates at which the standard arms reach the target; by_speed
-# keeps the ceiling where the interval exceeds SPEED_RATIO − 1 of the fewest updates).
+# 100 updates, 2-20 % of the 500-5200 updates at which the standard arms reach the target;
+# Arms.compare_qk keeps the ceiling where the interval exceeds SPEED_RATIO − 1 of the fewest updates).
 SPEED_RATIO = 1.25
 LOSS_MARGIN = 0.02   # nats (per scored token / character)
 # The shares of heads whose removal the pruning rows judge: a quarter (near Michel et al.'s ~20 % on
@@ -554,6 +554,12 @@ class Arms:
                 return int(min(b - a for a, b in zip(steps, steps[1:])))
         return None
 
+    def reach(self, key):
+        """{seed: (updates, reached)}: the run's steps_to_target, or its budget (`steps`, a lower
+        bound) for a run that never reached the target."""
+        return {s: (r["steps_to_target"], True) if r["steps_to_target"] >= 0 else (r["steps"], False)
+                for s, r in self.idx[key].items()}
+
     def compare_speed(self, a, b, claim, a_name, b_name, controls=None):
         """The verdict on 'arm a reaches the target sooner than (or no later than) arm b', for a row
         whose final metric is at the ceiling: the paired per-seed ln(steps_to_target of b / of a)
@@ -562,15 +568,11 @@ class Arms:
         bound of its steps: where that could favour the claim (censored runs in a) or hide it
         (censored in b, when the verdict is not 'holds'), the row is inconclusive; so it is where the
         slower arm's pilot was flat (its rate carries no information, and speed depends on it)."""
-        def steps(key):
-            return ({s: (r["steps_to_target"] if r["steps_to_target"] >= 0 else r["steps"])
-                     for s, r in self.idx[key].items()},
-                    sum(1 for r in self.idx[key].values() if r["steps_to_target"] < 0))
-        (sa, ca), (sb, cb) = steps(a), steps(b)
-        common = sorted(set(sa) & set(sb))
-        eff = ss.mean_interval([math.log(sb[s] / sa[s]) for s in common],
-                               what=f"ln(updates to the target of {b_name} / of {a_name}) (positive: {a_name} sooner)",
-                               method=f"paired t over {len(common)} seeds")
+        ra, rb = self.reach(a), self.reach(b)
+        ca, cb = (sum(not ok for _, ok in r.values()) for r in (ra, rb))
+        eff = ss.paired_difference({s: math.log(n) for s, (n, _) in rb.items()},
+                                   {s: math.log(n) for s, (n, _) in ra.items()},
+                                   what=f"ln(updates to the target of {b_name} / of {a_name}) (positive: {a_name} sooner)")
         if controls is None:
             pa, pb = self.first(a)["n_params"], self.first(b)["n_params"]
             controls = abs(pa / pb - 1) <= PARAM_TOLERANCE
@@ -593,11 +595,30 @@ class Arms:
                            test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
         return self.lr_checks(v, ((a, a_name), (b, b_name)), "steps_to_target")
 
+    def compare_qk(self, a, b, claim, a_name, b_name, on=None):
+        """compare(), or where both arms are at the ceiling the verdict on the updates to the target
+        (compare_speed), its reason naming the ceiling (the levels are in the row's measured text).
+        The ceiling stays where the eval interval exceeds SPEED_RATIO − 1 of the fewest updates to
+        the target of the compared runs: a resolution coarser than the margin cannot decide it."""
+        v = self.compare(a, b, claim, a_name, b_name, on=on)
+        if v.kind != sv.CEILING:
+            return v
+        every = self.eval_every(a)
+        reached = [n for k in (a, b) for n, ok in self.reach(k).values() if ok and n > 0]
+        if not every or not reached or every > (SPEED_RATIO - 1) * min(reached):
+            v.reason = (f"{v.reason}; the updates to the target cannot decide it either: evaluated every "
+                        f"{every or '?'} updates, more than {SPEED_RATIO - 1:.0%} of the fewest updates to the "
+                        f"target ({min(reached) if reached else 'none reached'})")
+            return v
+        s = self.compare_speed(a, b, claim, a_name, b_name)
+        s.reason = (f"both arms at the ceiling of the final metric ({v.effect}), so decided on the updates to the "
+                    f"target: {s.reason}")
+        return s
+
     def speed(self, a, b):
         """Steps to the target, a against b: Gehan's censored rank test, as text (never deciding)."""
         def cens(key):
-            return [ss.Censored(r["steps_to_target"] if r["steps_to_target"] >= 0 else r["steps"],
-                                r["steps_to_target"] >= 0) for r in self.idx[key].values()]
+            return [ss.Censored(n, ok) for n, ok in self.reach(key).values()]
         g = ss.gehan_test(cens(a), cens(b))
         return (f"steps to target: first arm earlier in {g.a_earlier}, later in {g.b_earlier} of {g.n_a * g.n_b} "
                 f"pairs (Gehan, one-sided p {g.p_a_earlier:.2g} / {g.p_b_earlier:.2g}; not deciding)")
@@ -721,8 +742,8 @@ SPEED_RULE = ("; where both arms are at the ceiling of that metric, the row is d
 
 
 def speed_rule(claim):
-    verbs = {sv.GREATER: VERBS_GREATER, sv.NO_WORSE: VERBS_NO_WORSE}[claim].format(m=math.log(SPEED_RATIO))
-    return SPEED_RULE.format(r=SPEED_RATIO, q=SPEED_RATIO - 1, verbs=verbs.replace(f"{math.log(SPEED_RATIO):g}", f"ln {SPEED_RATIO:g}"))
+    verbs = {sv.GREATER: VERBS_GREATER, sv.NO_WORSE: VERBS_NO_WORSE}[claim].replace("{m:g}", f"ln {SPEED_RATIO:g}")
+    return SPEED_RULE.format(r=SPEED_RATIO, q=SPEED_RATIO - 1, verbs=verbs)
 
 
 def speed_text(arms, keys_names):
@@ -731,33 +752,14 @@ def speed_text(arms, keys_names):
     every = arms.eval_every(keys_names[0][0])
     parts = []
     for k, n in keys_names:
-        got = sorted(r["steps_to_target"] for r in arms.idx[k].values() if r["steps_to_target"] >= 0)
-        miss = len(arms.idx[k]) - len(got)
+        reach = arms.reach(k).values()
+        got = sorted(n for n, ok in reach if ok)
+        miss = len(reach) - len(got)
         lr = arms.first(k).get("lr", float("nan"))
         parts.append(f"{n} " + (f"median {median(got):g} ({got[0]:g}–{got[-1]:g})" if got else "none reached")
                      + (f", {miss} never reached it" if miss else "") + (f" at lr {lr:g}" if lr == lr else ""))
     return (f"updates to the target accuracy {r0['target_accuracy']:.3f}"
             + (f" (evaluated every {every} updates)" if every else "") + ": " + "; ".join(parts))
-
-
-def by_speed(arms, v, a, b, claim, a_name, b_name):
-    """v, or where v is at the ceiling the verdict on the updates to the target (Arms.compare_speed),
-    its reason naming the ceiling (the levels are in the row's measured text). The ceiling stays
-    where the eval interval exceeds SPEED_RATIO − 1 of the fewest updates to the target of the
-    compared runs: a resolution coarser than the margin cannot decide it."""
-    if v.kind != sv.CEILING:
-        return v
-    every = arms.eval_every(a)
-    reached = [r["steps_to_target"] for k in (a, b) for r in arms.idx[k].values() if r["steps_to_target"] > 0]
-    if not every or not reached or every > (SPEED_RATIO - 1) * min(reached):
-        v.reason = (f"{v.reason}; the updates to the target cannot decide it either: evaluated every "
-                    f"{every or '?'} updates, more than {SPEED_RATIO - 1:.0%} of the fewest updates to the target "
-                    f"({min(reached) if reached else 'none reached'})")
-        return v
-    s = arms.compare_speed(a, b, claim, a_name, b_name)
-    s.reason = (f"both arms at the ceiling of the final metric ({v.effect}), so decided on the updates to the "
-                f"target: {s.reason}")
-    return s
 
 
 def qk_rows(idx, arms, seeds):
@@ -779,13 +781,11 @@ def qk_rows(idx, arms, seeds):
         if "shared" in by_qk:
             kb = by_qk["shared"]
             if t in ASYMMETRIC:
-                v = by_speed(arms, arms.compare(ks, kb, sv.GREATER, "separate", "shared"), ks, kb, sv.GREATER,
-                             "separate", "shared")
+                v = arms.compare_qk(ks, kb, sv.GREATER, "separate", "shared")
                 claim = f"Separate W_Q, W_K beat a shared W_Q = W_K where attention must be asymmetric ({where})"
                 r = "separate vs shared: " + rule(sv.GREATER, t) + speed_rule(sv.GREATER)
             else:
-                v = by_speed(arms, arms.compare(kb, ks, sv.NO_WORSE, "shared", "separate"), kb, ks, sv.NO_WORSE,
-                             "shared", "separate")
+                v = arms.compare_qk(kb, ks, sv.NO_WORSE, "shared", "separate")
                 claim = f"A shared W_Q = W_K is not worse where attention need not be asymmetric ({where})"
                 r = "shared vs separate: " + rule(sv.NO_WORSE, t) + speed_rule(sv.NO_WORSE)
             out.append(v.row(claim=claim, measured=f"{meas}; {params}; {arms.speed(ks, kb)}; "
@@ -801,8 +801,7 @@ def qk_rows(idx, arms, seeds):
                  "k = q/‖q‖, attention to self masked)", "shared with unit-length keys and self masked")):
             if q not in by_qk:
                 continue
-            v = by_speed(arms, arms.compare(by_qk[q], ks, sv.NO_WORSE, name, "separate", on="test_loss"),
-                         by_qk[q], ks, sv.NO_WORSE, name, "separate")
+            v = arms.compare_qk(by_qk[q], ks, sv.NO_WORSE, name, "separate", on="test_loss")
             out.append(v.row(claim=f"{what} is no worse than separate ({where})",
                              measured=f"{meas}; {params}; {speed_text(arms, [(by_qk[q], name), (ks, 'separate')])} "
                                       f"({seeds} seeds)", anchor=ANCHOR_QK,
@@ -810,8 +809,7 @@ def qk_rows(idx, arms, seeds):
                              + speed_rule(sv.NO_WORSE)))
         if "shared_noself" in by_qk and "shared" in by_qk:
             kn, ku = by_qk["shared_noself"], by_qk["shared"]
-            v = by_speed(arms, arms.compare(kn, ku, sv.GREATER, "self masked", "unmasked"), kn, ku, sv.GREATER,
-                         "self masked", "unmasked")
+            v = arms.compare_qk(kn, ku, sv.GREATER, "self masked", "unmasked")
             out.append(v.row(
                 claim=f"Masking attention to self (Reformer §2) improves shared-QK attention ({where})",
                 measured=f"{meas}; {speed_text(arms, [(kn, 'self masked'), (ku, 'unmasked')])} ({seeds} seeds)",
