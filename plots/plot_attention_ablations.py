@@ -586,14 +586,54 @@ class Arms:
                            f"count at their budget, which could change the verdict; the interval alone: {v.reason}",
                            test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
         # An arm slower at a rate its flat pilot did not choose (every rate near the chance loss) may
-        # be slow because of the rate: a verdict that rests on its slowness is not decided.
+        # be slow because of the rate: a verdict that rests on its slowness is not decided, unless
+        # runs at every other rate of that grid (rate_sweep) stay slower beyond the margin.
         slow_key, slow_name = (b, b_name) if eff.known and eff.value > 0 else (a, a_name)
+        fast_key, fast_name = (a, a_name) if slow_key == b else (b, b_name)
         p = self.pilot(slow_key)
         if v.kind in (sv.HOLDS, sv.FAILS) and p and p[1]:
-            v = sv.Verdict(sv.INCONCLUSIVE, f"the slower arm, {slow_name}, trained at a rate its flat pilot did not "
-                           f"inform ({p[2]}), so its slowness may be the rate's; the interval alone: {v.reason}",
-                           test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
+            gap, sweep = self.rate_sweep(slow_key, fast_key, slow_name, fast_name)
+            if gap:
+                v.reason = f"{v.reason}; the slower arm's pilot was flat, but {sweep}, so its slowness is not the rate's"
+            else:
+                v = sv.Verdict(sv.INCONCLUSIVE, f"the slower arm, {slow_name}, trained at a rate its flat pilot did "
+                               f"not inform ({p[2]}), so its slowness may be the rate's"
+                               + (f" ({sweep})" if sweep else "") + f"; the interval alone: {v.reason}",
+                               test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
         return self.lr_checks(v, ((a, a_name), (b, b_name)), "steps_to_target")
+
+    def rate_sweep(self, slow, fast, slow_name, fast_name):
+        """Whether another rate could close arm `slow`'s gap to arm `fast` in updates to the target:
+        its own runs at its rate and its one-seed check arms at other rates (checks_of: the same
+        budget, a grid of one rate), the fastest run at each rate (its budget for a run that never
+        reached the target), against SPEED_RATIO x the slowest run of `fast`. Returns (gap, text):
+        gap True when every rate of its pilot's grid has a run, none comes within that bound, and
+        the fastest rate lies inside the rates run (a rate beyond an end could be faster still);
+        otherwise False, the text saying which of these failed."""
+        grid = self.pilot(slow)[0]
+        r0 = self.first(slow)
+        best = {r0["lr"]: min(n for n, _ in self.reach(slow).values())}
+        for k, r in self.checks_of(slow):
+            if r["steps"] == r0["steps"] and self.pilot(k) is None:
+                n = min(n for n, _ in self.reach(k).values())
+                best[r["lr"]] = min(n, best.get(r["lr"], n))
+        bound = SPEED_RATIO * max(n for n, _ in self.reach(fast).values())
+        rates = sorted(best)
+        seen = ", ".join(f"{g:g}: {best[g]:g}" for g in rates)
+        text = (f"{slow_name}'s fastest run per rate at {int(r0['steps'])} updates (one seed at the rates its "
+                f"pilot did not choose; its budget where it never reached the target) {seen}, against "
+                f"{SPEED_RATIO:g} x {fast_name}'s slowest run = {bound:g}")
+        missing = [g for g in grid if g not in best]
+        if missing:
+            return False, f"no run at {', '.join(f'{g:g}' for g in missing)} of its grid; {text}"
+        close = [g for g in rates if best[g] <= bound]
+        if close:
+            return False, f"{text}: within it at {', '.join(f'{g:g}' for g in close)}"
+        fastest = min(rates, key=lambda g: best[g])
+        if fastest in (rates[0], rates[-1]):
+            end = "bottom" if fastest == rates[0] else "top"
+            return False, f"{text}: the fastest, {fastest:g}, is the {end} of the rates run, and a rate beyond it may be faster"
+        return True, f"{text}: no rate comes within it, and the fastest, {fastest:g}, lies inside the rates run"
 
     def compare_qk(self, a, b, claim, a_name, b_name, on=None):
         """compare(), or where both arms are at the ceiling the verdict on the updates to the target
@@ -738,7 +778,9 @@ SPEED_RULE = ("; where both arms are at the ceiling of that metric, the row is d
               "x (best − chance)), when the eval interval is at most {q:.0%} of the fewest updates to it: the paired "
               "per-seed ln(updates of the second arm / of the first), t-interval, against ±ln {r:g} ({verbs}); a run that never reached the target counts at its budget (a lower "
               "bound), and the row is inconclusive where that could change the verdict, or where the slower arm's "
-              "pilot was flat (its rate uninformed); lr censored as above, without the ceiling exemption")
+              "pilot was flat (its rate uninformed) unless its fastest run at every rate of that grid (one-seed runs "
+              "at the same budget at the rates it did not choose) takes more than {r:g} x the faster arm's slowest "
+              "run and its fastest rate lies inside the rates run; lr censored as above, without the ceiling exemption")
 
 
 def speed_rule(claim):

@@ -198,7 +198,7 @@ def main():
         ed = fresh(FIXTURE, tmp, "edited")
         path = os.path.join(ed, NAME + ".csv")
 
-        def set_acc(sep, shr, sep_steps=(100,), shr_steps=(100,), flat_shared=False, shr_budget=400):
+        def set_acc(sep, shr, sep_steps=(100,), shr_steps=(100,), flat_shared=False, shr_budget=400, sweep=()):
             def fn(header, body):
                 for c in ("lr_grid", "pilot_val_losses"):
                     if c not in header:
@@ -217,6 +217,14 @@ def main():
                             chance = b[header.index("chance_loss")]
                             b[header.index("lr_grid")], b[header.index("pilot_val_losses")] = (
                                 "0.001 0.01", f"{chance} {chance}")
+                proto = next((b for b in body if b[i_t] == "prev_token" and b[i_h] == "2"
+                              and b[i_q] == "shared" and b[i_s] == "0"), None)
+                for lr, n in sweep:  # one-seed runs of the shared arm at the other rates of its grid
+                    r = list(proto)
+                    r[header.index("arm")] = f"{SHR}/lr_grid={lr:g}/seeds=1"
+                    r[header.index("lr")], r[header.index("lr_grid")] = f"{lr:g}", f"{lr:g}"
+                    r[header.index("pilot_val_losses")], r[i_st] = "", str(n)
+                    body.append(r)
                 return header, body
             return fn
 
@@ -231,6 +239,15 @@ def main():
                 (*top, ([40, 40, 50], [-1, 300, 300]), "holds"),
                 (*top, ([10, 10, 20], [40, 40, 40]), "inconclusive: ceiling"),
                 (*top, ([40, 40, 50], [160, 180, 160], True), "inconclusive"),  # the slower arm's pilot flat
+                # ... with runs at both rates of its grid: slower than 1.25 x separate's slowest (50)
+                # at each (one never reached the target: its budget, 400), the fastest (its own
+                # 0.003) inside the rates run -> decided; one within it, or a rate without a run ->
+                # still inconclusive.
+                (*top, ([40, 40, 50], [160, 180, 160], True, 400, [(0.001, 300), (0.01, -1)]), "holds"),
+                (*top, ([40, 40, 50], [160, 180, 160], True, 400, [(0.001, 60), (0.01, 300)]), "inconclusive"),
+                (*top, ([40, 40, 50], [160, 180, 160], True, 400, [(0.001, 300)]), "inconclusive"),
+                # ... the fastest rate (0.001: 100) at an end of the rates run: a rate beyond it may be faster
+                (*top, ([40, 40, 50], [160, 180, 160], True, 400, [(0.001, 100), (0.01, 300)]), "inconclusive"),
                 ([0.9, 0.92, 0.88], [0.3, 0.35, 0.32], None, "holds"),
                 ([0.3, 0.35, 0.32], [0.9, 0.92, 0.88], None, "fails"),
                 ([0.6, 0.605, 0.6], [0.6, 0.6, 0.602], None, "fails"),
@@ -243,6 +260,10 @@ def main():
             if steps is not None and want == "inconclusive":  # for the reason the case sets up
                 why = "its flat pilot did not inform" if len(steps) > 2 and steps[2] else "never reached the target"
                 check(why in row["reason"], f"steps {steps}: {why!r} not in {row['reason']}")
+            if steps is not None and len(steps) > 4:
+                why = ("no rate comes within it" if want == "holds" else "no run at 0.01" if len(steps[4]) < 2
+                       else "within it at 0.001" if steps[4][0][1] < 62.5 else "is the bottom of the rates run")
+                check(why in row["reason"], f"rate sweep {steps[4]}: {why!r} not in {row['reason']}")
             check((steps is not None and want != "inconclusive: ceiling") ==
                   ("decided on the updates to the target" in row["reason"]),
                   f"the speed rule applies exactly at the ceiling: {row['reason']}")
