@@ -378,6 +378,23 @@ def main():
         check("Transformer solves P = 3 at width 4: inconclusive: floor" in got["reason"]
               and "never left its baseline plateau" in got["reason"],
               f"Transformer on its plateau at width 4: floor (got {got['verdict']}: {got['reason'][:300]})")
+        # The Transformer short of solving P = 3 at width 8 in every seed: fails; the same with two
+        # of its runs there on the baseline plateau (the others trained): inconclusive, not fails.
+        res = fresh(FIXTURE, tmp, "width_stuck")
+        neutral(res)
+        dist = table_path(res, "_distance")
+        for sfx in ("_steps",):
+            edit(table_path(res, sfx), lambda d: True, "train_loss", lambda d: 0.5)
+        set_acc({"transformer_decoder": {**solved, (8, 3): 0.6},
+                 "lstm": {(4, 2): 0.9, (4, 3): 0.6, (8, 2): 1.0, (8, 3): 0.95}})
+        part = "Transformer solves P = 3 at width 8: "
+        got = wv()
+        check(part + "fails" in got["reason"], f"Transformer short at width 8: fails (got {got['reason'][:600]})")
+        edit(table_path(res, ""), lambda d: d["width"] == "8" and d["model"] == "transformer_decoder"
+             and d["seed"] in ("1", "2"), "best_val_loss", lambda d: d["val_baseline_loss"])
+        got = wv()
+        check(part + "inconclusive (2 of" in got["reason"] and "runs never left the baseline plateau" in got["reason"],
+              f"Transformer short at width 8 with 2 runs on the plateau: inconclusive (got {got['reason'][:600]})")
 
         # Fewer than 3 seeds: inconclusive everywhere.
         res = fresh(FIXTURE, tmp, "two_seeds")
