@@ -581,7 +581,9 @@ class Arms:
         if claim in (sv.NO_WORSE, sv.EQUAL) and eff.known and eff.se > 0:
             t = ss.tost(eff, math.log(SPEED_RATIO))
             v.test = f"{v.test}; TOST p = {t['p']:.2g} (one-sided p against −ln {SPEED_RATIO:g}: {t['p_lower']:.2g})"
-        if v.kind in (sv.HOLDS, sv.FAILS) and (ca or (cb and v.kind != sv.HOLDS)):
+        # A censored run is a lower bound on its updates: in a it could only make a slower (a "holds"
+        # may not stand), in b only b slower (a "fails" may not stand); the other verdict stands.
+        if (ca and v.kind == sv.HOLDS) or (cb and v.kind == sv.FAILS):
             v = sv.Verdict(sv.INCONCLUSIVE, f"runs that never reached the target ({a_name} {ca}, {b_name} {cb}) "
                            f"count at their budget, which could change the verdict; the interval alone: {v.reason}",
                            test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
@@ -592,9 +594,26 @@ class Arms:
         fast_key, fast_name = (a, a_name) if slow_key == b else (b, b_name)
         p = self.pilot(slow_key)
         if v.kind in (sv.HOLDS, sv.FAILS) and p and p[1]:
-            gap, sweep = self.rate_sweep(slow_key, fast_key, slow_name, fast_name)
-            if gap:
-                v.reason = f"{v.reason}; the slower arm's pilot was flat, but {sweep}, so its slowness is not the rate's"
+            best, at, sweep = self.rate_sweep(slow_key, fast_key)
+            if best is not None and at is None:  # the sweep chose the rate the arm trained at
+                v.reason = f"{v.reason}; the slower arm's pilot was flat, and {sweep}"
+            elif best is not None:
+                # The sweep's rate, run on every seed, against the arm's own rate: decided at the one
+                # where the slower arm's median over the seeds is lower (its better rate; the own rate
+                # on a tie), so that a verdict resting on its slowness holds at both.
+                own = self.first(slow_key)["lr"]
+                med = {k: median(n for n, _ in self.reach(k).values()) for k in (slow_key, at)}
+                txt = (f"the sweep's rate {best:g} ({sweep}) over every seed: median {med[at]:g} updates, against "
+                       f"{med[slow_key]:g} at the rate of its flat pilot, {own:g}")
+                if med[at] >= med[slow_key]:
+                    v.reason = (f"{v.reason}; the slower arm's pilot was flat, and at {txt}, so it is decided at "
+                                f"{own:g}")
+                else:
+                    a2, b2 = (a, at) if slow_key == b else (at, b)
+                    w = self.compare_speed(a2, b2, claim, a_name, b_name, controls=controls)
+                    w.reason = (f"decided at {best:g}, {slow_name}'s faster rate: {txt}; {w.reason}; at {own:g} "
+                                f"the interval was {v.effect}")
+                    return w
             else:
                 v = sv.Verdict(sv.INCONCLUSIVE, f"the slower arm, {slow_name}, trained at a rate its flat pilot did "
                                f"not inform ({p[2]}), so its slowness may be the rate's"
@@ -602,38 +621,42 @@ class Arms:
                                test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
         return self.lr_checks(v, ((a, a_name), (b, b_name)), "steps_to_target")
 
-    def rate_sweep(self, slow, fast, slow_name, fast_name):
-        """Whether another rate could close arm `slow`'s gap to arm `fast` in updates to the target:
-        its own runs at its rate and its one-seed check arms at other rates (checks_of: the same
-        budget, a grid of one rate), the fastest run at each rate (its budget for a run that never
-        reached the target), against SPEED_RATIO x the slowest run of `fast`. Returns (gap, text):
-        gap True when every rate of its pilot's grid has a run, none comes within that bound, and
-        the fastest rate lies inside the rates run (a rate beyond an end could be faster still);
-        otherwise False, the text saying which of these failed."""
+    def rate_sweep(self, slow, fast):
+        """The rate at which arm `slow`, whose pilot was flat, reaches the target soonest: a sweep of
+        seed 0 at its full budget, its own run at its rate and its check arms at the other rates
+        (checks_of: the same steps, a grid of one rate; a run that never reached the target counts at
+        its budget), the fewest updates winning. Returns (best, key, text): best None (with the text
+        why) when a rate of its pilot's grid has no seed-0 run or the best rate is an end of the rates
+        run (a rate beyond it could be faster); key None when the best is the arm's own rate, else the
+        check arm at the best rate, which must have every seed of `fast` (the row is decided again
+        on it), or best None."""
         grid = self.pilot(slow)[0]
         r0 = self.first(slow)
-        best = {r0["lr"]: min(n for n, _ in self.reach(slow).values())}
+        own = r0["lr"]
+        at = {own: (None, self.reach(slow).get(0))}
         for k, r in self.checks_of(slow):
-            if r["steps"] == r0["steps"] and self.pilot(k) is None:
-                n = min(n for n, _ in self.reach(k).values())
-                best[r["lr"]] = min(n, best.get(r["lr"], n))
-        bound = SPEED_RATIO * max(n for n, _ in self.reach(fast).values())
-        rates = sorted(best)
-        seen = ", ".join(f"{g:g}: {best[g]:g}" for g in rates)
-        text = (f"{slow_name}'s fastest run per rate at {int(r0['steps'])} updates (one seed at the rates its "
-                f"pilot did not choose; its budget where it never reached the target) {seen}, against "
-                f"{SPEED_RATIO:g} x {fast_name}'s slowest run = {bound:g}")
-        missing = [g for g in grid if g not in best]
+            if r["steps"] == r0["steps"] and self.pilot(k) is None and 0 in self.idx[k]:
+                at[r["lr"]] = (k, self.reach(k)[0])
+        at = {g: (k, n) for g, (k, n) in at.items() if n is not None}
+        rates = sorted(at)
+        seen = ", ".join(f"{g:g}: {at[g][1][0]:g}" + ("" if at[g][1][1] else " (never reached)") for g in rates)
+        text = f"of fewest updates to the target in a sweep of seed 0 at {int(r0['steps'])} updates ({seen})"
+        missing = [g for g in grid if g not in at]
         if missing:
-            return False, f"no run at {', '.join(f'{g:g}' for g in missing)} of its grid; {text}"
-        close = [g for g in rates if best[g] <= bound]
-        if close:
-            return False, f"{text}: within it at {', '.join(f'{g:g}' for g in close)}"
-        fastest = min(rates, key=lambda g: best[g])
-        if fastest in (rates[0], rates[-1]):
-            end = "bottom" if fastest == rates[0] else "top"
-            return False, f"{text}: the fastest, {fastest:g}, is the {end} of the rates run, and a rate beyond it may be faster"
-        return True, f"{text}: no rate comes within it, and the fastest, {fastest:g}, lies inside the rates run"
+            return None, None, f"no seed-0 run at {', '.join(f'{g:g}' for g in missing)} of its grid; the sweep {seen}"
+        best = min(rates, key=lambda g: at[g][1][0])
+        if best in (rates[0], rates[-1]) and len(rates) > 1:
+            end = "bottom" if best == rates[0] else "top"
+            return None, None, (f"the sweep of seed 0 ({seen}) is fastest at {best:g}, the {end} of the rates run, "
+                                f"and a rate beyond it may be faster")
+        key = at[best][0]
+        if key is None:
+            return best, None, f"the sweep chose its own rate, {best:g}, as the one {text}"
+        lacking = sorted(set(self.idx[fast]) - set(self.idx[key]))
+        if lacking:
+            return None, None, (f"the sweep of seed 0 ({seen}) is fastest at {best:g}, which has no run for seeds "
+                                f"{', '.join(map(str, lacking))}")
+        return best, key, text
 
     def compare_qk(self, a, b, claim, a_name, b_name, on=None):
         """compare(), or where both arms are at the ceiling the verdict on the updates to the target
@@ -778,9 +801,9 @@ SPEED_RULE = ("; where both arms are at the ceiling of that metric, the row is d
               "x (best − chance)), when the eval interval is at most {q:.0%} of the fewest updates to it: the paired "
               "per-seed ln(updates of the second arm / of the first), t-interval, against ±ln {r:g} ({verbs}); a run that never reached the target counts at its budget (a lower "
               "bound), and the row is inconclusive where that could change the verdict, or where the slower arm's "
-              "pilot was flat (its rate uninformed) unless its fastest run at every rate of that grid (one-seed runs "
-              "at the same budget at the rates it did not choose) takes more than {r:g} x the faster arm's slowest "
-              "run and its fastest rate lies inside the rates run; lr censored as above, without the ceiling exemption")
+              "pilot was flat (its rate uninformed), unless a sweep of seed 0 over every rate of that grid at the "
+              "full budget (one-seed runs at the rates it did not choose) is fastest inside the rates run: at its own "
+              "rate the row stands, at another the row is decided at that rate over every seed; lr censored as above, without the ceiling exemption")
 
 
 def speed_rule(claim):
@@ -889,6 +912,31 @@ def sign_row(fresh, keys, ref, idx, arms, t, where):
         return {s: sign * (ra[s][col] - rb[s][col]) for s in seeds}
     d = diffs(fa, fb, common)
     n, k = len(d), sum(1 for x in d.values() if x > margin)
+
+    def longer(key, runs):
+        """The fresh-seed arm with the most updates beyond `key`'s at its rate, on every common seed
+        (overrides differing in BUDGET_KEYS only), or None."""
+        r0_, base = next(iter(runs.values())), {x: y for x, y in key[4] if x not in BUDGET_KEYS}
+        found = [(next(iter(rs.values()))["steps"], k2) for k2, rs in fresh.items()
+                 if k2 != key and k2[:4] == key[:4] and {x: y for x, y in k2[4] if x not in BUDGET_KEYS} == base
+                 and next(iter(rs.values()))["steps"] > r0_["steps"] and next(iter(rs.values()))["lr"] == r0_["lr"]
+                 and set(common) <= set(rs)]
+        return max(found)[1] if found else None
+    # A longer budget of either arm at its rate on every fresh seed replaces it: the count is taken
+    # where the curves have had more updates to settle (the shorter count is shown beside).
+    budget_note = ""
+    la, lb = longer(a, fa), longer(b, fb)
+    if la or lb:
+        k_short = k
+        if la:
+            fa = fresh[la]
+        if lb:
+            fb = fresh[lb]
+        d = diffs(fa, fb, common)
+        k = sum(1 for x in d.values() if x > margin)
+        budget_note = ("; counted on the longer runs at the same rate: " + ", ".join(
+            f"{name} {int(next(iter(fresh[x].values()))['steps'])} updates" for name, x in
+            ((f"{ref} heads", la), ("1 head", lb)) if x) + f" (at the design's budget {k_short} of {n} beyond)")
     p_hold, p_fail = ss.binom_sf(k, n), ss.binom_sf(n - k, n)
     alla, allb = {**idx[a], **fa}, {**idx[b], **fb}
     d_all = diffs(alla, allb, sorted(set(alla) & set(allb)))
@@ -930,8 +978,8 @@ def sign_row(fresh, keys, ref, idx, arms, t, where):
     if moving:
         kind, why = sv.NOT_CONVERGED, (f"{why}, but the eval curves of {' and '.join(moving)} are still moving at "
                                        "the end (last 20 % of the logged steps), which could change the count")
-    v = sv.measured(kind, why, test=test, effect=effect, margin=f"+{margin:g} {unit}, one-sided α = {SIGN_ALPHA:g}",
-                    checks=checks)
+    v = sv.measured(kind, why + budget_note, test=test, effect=effect,
+                    margin=f"+{margin:g} {unit}, one-sided α = {SIGN_ALPHA:g}", checks=checks)
     v = arms.lr_checks(v, ((a, f"{ref} heads"), (b, "1 head")), col)
     per_seed = ", ".join(f"{s}: {fa[s][col]:.3f} vs {fb[s][col]:.3f}" for s in common)
     return v.row(
@@ -942,7 +990,8 @@ def sign_row(fresh, keys, ref, idx, arms, t, where):
              f"whose paired difference exceeds +{margin:g}, fails if P(Bin(n, ½) ≥ n − k) ≤ {SIGN_ALPHA:g}, else "
              "inconclusive; ceiling / floor if both arms' means are within the margin of the optimum / baseline; not "
              "converged if a fresh-seed eval curve whose further improvement could change the count is still moving at "
-             "the end (last 20 % of the logged steps, tolerance 5 % of the scale); lr censored as in the other rows")
+             "the end (last 20 % of the logged steps, tolerance 5 % of the scale); an arm with a longer budget at its "
+             "rate on every fresh seed is counted on it; lr censored as in the other rows")
 
 
 def heads_rows(idx, arms, seeds, fresh=None):
@@ -996,15 +1045,21 @@ def model_end(task, r0, full_level, meta):
     """Whether a trained model is at an end of its task's scale, where pruning it says nothing
     about heads: 'ceiling' if its test metric is within the margin of the optimum (a saturated task
     leaves spare heads that only the easy task creates), 'floor' if within the margin of the
-    baseline or below it (a model that learned nothing has no heads to spare), else None."""
+    baseline or below it (a model that learned nothing has no heads to spare), 'plateau' if it is
+    above that but less than a quarter of the way from the baseline to the optimum (on its
+    initial plateau: it has not learned the task either; accuracy tasks, seqlab_verdict.on_plateau),
+    else None."""
     _, higher, margin, _ = metric(task)
     if higher:
+        base = floor_accuracy(task, r0, meta)
         ceiling = sv.at_ceiling([full_level], r0["best_accuracy"], margin)
-        floor = sv.at_floor([full_level], floor_accuracy(task, r0, meta), margin)
+        floor = sv.at_floor([full_level], base, margin)
+        plateau = sv.on_plateau(full_level, base, r0["best_accuracy"])
     else:
         ceiling = sv.at_ceiling([full_level], r0["optimal_loss"], margin, higher_is_better=False)
         floor = sv.at_floor([full_level], r0["chance_loss"], margin, higher_is_better=False)
-    return "ceiling" if ceiling else ("floor" if floor else None)
+        plateau = False  # the LM tasks' optimum (0 nats) is not a level a model can reach
+    return "ceiling" if ceiling else ("floor" if floor else ("plateau" if plateau else None))
 
 
 def prune_rows(idx, prune, arms, seeds):
@@ -1058,8 +1113,9 @@ def prune_rows_at(frac, by_arm, keys, arms, seeds):
                 ref = ("the optimum " + f"{(r0['best_accuracy'] if higher else r0['optimal_loss']):.3g}"
                        if end == "ceiling" else
                        "the baseline " + f"{(floor_accuracy(t, r0, arms.meta) if higher else r0['chance_loss']):.3g}")
-                skipped[t].append(f"{label}: full model {name} {lv[1]:.3f}, within {margin:g} of {ref} ({end}; "
-                                  f"pruned {lv[0]:.3f})")
+                where = (f"less than a quarter of the way from {ref} to the optimum {r0['best_accuracy']:.3g}"
+                         if end == "plateau" else f"within {margin:g} of {ref}")
+                skipped[t].append(f"{label}: full model {name} {lv[1]:.3f}, {where} ({end}; pruned {lv[0]:.3f})")
             else:
                 per = ", ".join(f"seed {s} {at[s][fcol]:.3f}{' (' + ends[s] + ')' if ends[s] else ''}"
                                 for s in sorted(at))
@@ -1083,7 +1139,8 @@ def prune_rows_at(frac, by_arm, keys, arms, seeds):
         parts[t].append((label, v, f"{label} (the {n_rm} least important of {n_all} heads): full {name} "
                                    f"{lv[1]:.3f}, after removing a share of the heads {levels}{left_txt}"))
     rule_text = (f"per model off both ends of the task's scale in most of its seeds (the full model's test metric "
-                 f"farther than the margin from the optimum and from the baseline, judged per seed), "
+                 f"farther than the margin from the optimum and from the baseline, and on accuracy tasks at least a "
+                 f"quarter of the way from the baseline to the optimum, judged per seed), "
                  f"pruned ({frac:g} of the heads, least important first; importance = validation loss increase when "
                  "the head alone is masked) vs the full model, paired per seed: " + VERBS_NO_WORSE.format(m=ACC_MARGIN)
                  + f" (accuracy; loss tasks ±{LOSS_MARGIN:g} nats); a family's models combined (depends on the model "
@@ -1107,7 +1164,7 @@ def prune_rows_at(frac, by_arm, keys, arms, seeds):
         out.append(v.row(
             claim=f"{words} of the heads can be removed at test time with little loss (across task families)",
             measured="; ".join(f"{lab}: {x.text}" for lab, x in fam)
-                     + (f"; families without an informative model (every model at the ceiling or the floor, "
+                     + (f"; families without an informative model (every model at the ceiling, the floor or on its plateau, "
                         f"not counted): {'; '.join(none)}" if none else "") + f" ({seeds} seeds)",
             anchor=ANCHOR_PRUNE,
             rule="the task families' verdicts above combined (holds if every family holds; depends on the task "
@@ -1196,6 +1253,11 @@ def verdicts(results_dir):
     lengths = load_lengths(results_dir)
     idx = index(rows)
     fresh = index(rows, fresh=True)
+    # The fresh seeds of a one-rate arm (lr_grid of one rate, a rate sweep's run) join it: they
+    # complete the sweep's chosen rate to every seed (Arms.rate_sweep).
+    for k, runs in fresh.items():
+        if len(str(dict(k[4]).get("lr_grid", "")).split()) == 1 and k in idx:
+            idx[k].update({s: r for s, r in runs.items() if s not in idx[k]})
     arms = Arms(idx, curve, meta)
     seeds = len({r["seed"] for r in rows if r["offset"] == 0})
     out = [r for r in [sym_row(rows)] if r]
