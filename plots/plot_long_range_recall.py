@@ -1036,12 +1036,17 @@ def grad_verdict(data):
     """Per task of GRAD_TASKS at its longest length, per recurrent cell (the arm its task verdict
     is decided on: task_arms) and phase: the paired difference of decay rates, cell − Transformer;
     after training with the arms' plateaus (plateau_effect) and censored rates (censor_arms)
-    written in; combined over tasks, phases and cells."""
+    written in. Two rows: at initialisation (by construction where every part holds: PyTorch's
+    default initialisation makes the recurrent Jacobian contract, so the decay is the
+    initialisation's, not evidence), and after training (a cell that never left its baseline
+    plateau in most runs is not trained: inconclusive, its profile is mostly its
+    initialisation's); each combined over tasks and cells."""
     tasks = [t for t in GRAD_TASKS if t in data.tasks]
     if not tasks:
         raise st.DataError(f"{data.paths['grad']}: none of the tasks {', '.join(GRAD_TASKS)}")
     rows_all, source = data.cell_grad()
-    texts, parts, dmaxes = [], [], {}
+    texts, dmaxes = [], {}
+    parts = {"init": [], "trained": []}
     for task in tasks:
         L = data.longest(task)
         rates = grad_rates(data, task, L)
@@ -1069,13 +1074,19 @@ def grad_verdict(data):
                 v = sv.decide(eff, GRAD_MARGIN, sv.GREATER, unit="decades per step",
                               controls=params_matched(rows, "transformer_decoder", m))
                 if phase == "trained":
-                    v = plateau_effect(v, LABELS[m], lv.plateau(m, [L]), t_plat, trend=False)
+                    counts = lv.plateau(m, [L])
+                    v = plateau_effect(v, LABELS[m], counts, t_plat, trend=False)
+                    if counts and all(2 * k > n for k, n in counts.values()) and v.kind in (sv.HOLDS, sv.FAILS):
+                        v = sv.Verdict(sv.INCONCLUSIVE, f"not trained: {LABELS[m]} never left its baseline plateau "
+                                       f"in most runs, so its trained profile is mostly that of a model that did not "
+                                       f"learn the task (near its initialisation's); the interval alone would say "
+                                       f"{v.text}: {v.reason}", test=v.test, effect=v.effect, margin=v.margin,
+                                       checks=v.checks)
                     if m in LONG.values():
                         v.reason += "; " + untuned_text(data, task, m, [L])
                     tuned = [] if m in LONG.values() else [(f"{LABELS[m]} at {int(L)}", m, L)]
                     v = censor_arms(v, data, task, tuned + [(f"Transformer at {int(L)}", "transformer_decoder", L)])
-                parts.append((f"{LABELS[m]} {'at initialisation' if phase == 'init' else 'after training'} "
-                              f"({GRAD_SHORT[task]})", v))
+                parts[phase].append((f"{LABELS[m]} ({GRAD_SHORT[task]})", v))
     left_out = (". MQAR is left out: its loss sits on the P query positions, spread through the sequence, so the "
                 "steps before the last position are not the distance from the loss" if "mqar" in data.tasks else "")
     measured = ("Decay rate of ‖∂L/∂x_t‖ with the distance d from the loss (minus the OLS slope of log10 of the "
@@ -1083,25 +1094,38 @@ def grad_verdict(data):
                 f"{source}, per task at its longest length: " + ". ".join(texts) +
                 " (LSTM: forget-gate bias 0, gate ≈ σ(0) = 0.5 per step at initialisation; LSTM fb1: bias 1, "
                 "gate ≈ σ(1) = 0.73)" + left_out)
-    v = sv.combine(parts, condition="the task, the training phase and the recurrent cell")
     d_txt = ", ".join(f"{GRAD_MARGIN * d:.2g} decades over the {d} steps of the {GRAD_SHORT[t]}"
                       for t, d in dmaxes.items())
-    return v.row(
-        claim="vanishing gradients: the gradient reaching a distant input decays exponentially with the "
-              "distance through a recurrence (even with LSTM gates, forget-gate bias 0 or 1), not through "
+    v0 = sv.combine(parts["init"], condition="the task and the recurrent cell")
+    if v0.kind == sv.HOLDS:
+        v0 = sv.Verdict(sv.BY_CONSTRUCTION, "at PyTorch's default initialisation (weights U(±1/√H), forget gate "
+                        "σ(bias) < 1) the recurrent Jacobian contracts, so ‖∂L/∂x_t‖ decays geometrically with the "
+                        "distance before any training; the data show it: " + v0.reason,
+                        test=v0.test, effect=v0.effect, margin=v0.margin, checks=v0.checks)
+    v1 = sv.combine(parts["trained"], condition="the task and the recurrent cell")
+    anchor = ("Bengio, Simard & Frasconi 1994; Hochreiter & Schmidhuber 1997: exponential decay of "
+              "‖∂L/∂x_t‖ with distance in recurrent networks; Gers et al. 2000, Jozefowicz et al. 2015: "
+              "forget-gate bias 1 (no single number)")
+    rule = (f"per task (copy memory, adding, probe; at its longest length) and recurrent cell (the arm its task verdict "
+            f"is decided on: the _long arm or the tuned cells): the paired per-seed difference of decay rates (decades "
+            f"per step), cell − Transformer, against +{GRAD_MARGIN:g} decades per step (= {d_txt}; holds if beyond, "
+            f"fails if within ±{GRAD_MARGIN:g} or below); combined over tasks and cells ('depends on' when some hold "
+            "and some fail)")
+    init_row = v0.row(
+        claim="vanishing gradients at initialisation: the gradient reaching a distant input decays exponentially "
+              "with the distance through an untrained recurrence (even with LSTM gates, forget-gate bias 0 or 1), "
+              "not through attention",
+        measured=measured, anchor=anchor,
+        rule=rule + "; by construction where every part holds (the decay is the initialisation's)")
+    return [init_row, v1.row(
+        claim="vanishing gradients after training: the gradient reaching a distant input decays exponentially with "
+              "the distance through a trained recurrence (even with LSTM gates, forget-gate bias 0 or 1), not through "
               "attention",
         measured=measured,
-        anchor="Bengio, Simard & Frasconi 1994; Hochreiter & Schmidhuber 1997: exponential decay of "
-               "‖∂L/∂x_t‖ with distance in recurrent networks; Gers et al. 2000, Jozefowicz et al. 2015: "
-               "forget-gate bias 1 (no single number)",
-        rule=f"per task (copy memory, adding, probe; at its longest length), recurrent cell (the arm its task verdict "
-             f"is decided on: the _long arm or the tuned cells) and phase (initialisation, after training): the paired "
-             f"per-seed difference of decay rates (decades per step), cell − Transformer, against +{GRAD_MARGIN:g} "
-             f"decades per step (= {d_txt}; holds if beyond, fails if within ±{GRAD_MARGIN:g} or below); after "
-             f"training, a run that {PLATEAU_RULE} is named (the Transformer on it in any run: a decided part becomes "
-             "inconclusive), and a compared arm's pilot at an end of lr_grid still improving toward it makes a decided "
-             "part inconclusive (lr censored); combined over tasks, cells and phases ('depends on' when some hold "
-             "and some fail)")
+        anchor=anchor,
+        rule=rule + f"; a run that {PLATEAU_RULE} is named (a cell on it in most runs: not trained, inconclusive; the "
+             "Transformer on it in any run: a decided part becomes inconclusive), and a compared arm's pilot at an end "
+             "of lr_grid still improving toward it makes a decided part inconclusive (lr censored)")]
 
 
 def training_text(data, rows, length):
@@ -1171,6 +1195,24 @@ def censor_arms_width(v, data, length, arms):
     return sv.lr_censor(v, out)
 
 
+def not_trained(v, stuck, skills, pairs):
+    """A Transformer 'solves P' part v given its seeds that never left the baseline plateau
+    (`stuck`) and every seed's skill at the largest P (`skills`, {seed: skill}): "attention solves
+    it" is a claim about what the model can learn, so where v fails but every run that left the
+    plateau solves it (skill >= 1 − LEVEL_MARGIN) the shortfall measures training at the rate
+    used, and the part is inconclusive (not trained); a run that trained and still falls short
+    keeps the "fails"; any other v is returned as it is."""
+    trained = {s: x for s, x in skills.items() if s not in stuck}
+    if not (v.kind == sv.FAILS and stuck and trained and all(x >= 1 - LEVEL_MARGIN for x in trained.values())):
+        return v
+    return sv.Verdict(sv.INCONCLUSIVE, f"{len(stuck)} of {len(skills)} runs never left the baseline plateau (seeds "
+                      f"{', '.join(map(str, sorted(stuck)))}), and the {len(trained)} that did solve it (skill at "
+                      f"P = {pairs} " + ", ".join(f"{x:.2f}" for _, x in sorted(trained.items()))
+                      + f"), so the shortfall measures training at this rate, not what attention can learn: not "
+                      f"trained; the interval alone would say {v.text}: {v.reason}",
+                      test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
+
+
 def width_verdict(data):
     """Arora et al.'s MQAR claim on the width study (mqar at one length, widths x pair counts):
     attention solves it at every width; recurrent models need a width growing with the pairs."""
@@ -1214,14 +1256,8 @@ def width_verdict(data):
                           test=f"t interval over seeds of skill at the largest P, against {1 - LEVEL_MARGIN:g}")
             counts = plat("transformer_decoder", [w])
             v = plateau_effect(v, "Transformer", counts, {}, prefix="width ")
-            # "Attention solves it" is a claim about what the model can learn: a "fails" that rests
-            # on runs that never left the baseline plateau measures their training, not that.
-            stuck = sum(k for k, _ in counts.values())
-            if v.kind == sv.FAILS and stuck:
-                v = sv.Verdict(sv.INCONCLUSIVE, f"{stuck} of {sum(n for _, n in counts.values())} runs never left "
-                               f"the baseline plateau, so the shortfall measures their training at this rate, not "
-                               f"what attention can learn; the interval alone would say {v.text}: {v.reason}",
-                               test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
+            runs = [r for r in data.wmain if r["model"] == "transformer_decoder" and int(r["width"]) == w]
+            v = not_trained(v, [int(r["seed"]) for r in runs if on_plateau(r)], vals, pairs[-1])
             parts.append((f"Transformer solves P = {pairs[-1]} at width {w}", cens(v, wlab("transformer_decoder", [w]))))
     for m in [x for x in RECURRENT if x in models]:
         w0, w1 = widths[0], widths[-1]
@@ -1257,7 +1293,7 @@ def width_verdict(data):
              f"{LEVEL_MARGIN:g} of 1 / 0 at every point compared (the Transformer: at every P at that width); a run "
              f"that {PLATEAU_RULE}: a model on it in every run at every width compared is at the floor, the "
              "Transformer on it in any run makes a decided comparison with it inconclusive (and its own 'solves' "
-             "part too where the interval says fails); a compared arm's pilot "
+             "part too where the interval says fails but every run that left the plateau solves it); a compared arm's pilot "
              "at an end of lr_grid still improving toward it makes a decided part inconclusive (lr censored); "
              "combined over the parts")
 
@@ -1265,7 +1301,7 @@ def width_verdict(data):
 def verdicts(results_dir):
     data = Data(results_dir)
     rows = [task_verdict(data, task) for task in data.tasks]
-    rows.append(grad_verdict(data))
+    rows += grad_verdict(data)
     if data.wmain:
         rows.append(width_verdict(data))
     return rows
