@@ -123,8 +123,10 @@ TEST_CASE("Conv1d lists PyTorch state_dict keys", "[nn][conv1d]") {
   CHECK(conv.num_parameters() == 4 + 4 + 24);
 }
 
-TEST_CASE("Conv1d gradients match finite differences for dilation 1 2 and 4", "[nn][conv1d][gradcheck]") {
-  for (std::size_t d : {1, 2, 4}) {
+TEST_CASE("Conv1d gradients match finite differences for dilation 1 2 4 and 8", "[nn][conv1d][gradcheck]") {
+  // d = 1, 2, 4 run the tap tiles (the taps' span (k−1)·d <= T); d = 8 (span 16 > T = 10) the
+  // im2col blocks with the narrow products.
+  for (std::size_t d : {1, 2, 4, 8}) {
     INFO("dilation = " << d);
     Rng rng(20 + d);
     Conv1d conv(3, 2, 3, rng, d);
@@ -204,7 +206,7 @@ TEST_CASE("Conv1d matches the direct formula over many row blocks at thread budg
   // Sizes whose GEMMs are split over the thread budget (>= kSplitGemmMacs multiply-adds) into
   // about 17 blocks of chunk_rows() rows, with block boundaries inside the sequences; against the
   // file comment's formulas evaluated in double. Causal and 'same' padding, with weight norm.
-  // 16 channels run head_gemm's tiles (conv_gemm's narrow products), 24 OpenBLAS.
+  // 16 channels run the tap tiles (tap_gemm.hpp), 24 the im2col blocks on OpenBLAS.
   const int saved = num_threads();
   const std::size_t B = 2, T = 8500, k = 4, d = 3;
   for (const std::size_t C : {std::size_t{16}, std::size_t{24}})

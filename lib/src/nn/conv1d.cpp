@@ -1,6 +1,7 @@
 #include "seqlab/nn/conv1d.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "seqlab/core/threads.hpp"
 #include "narrow_gemm.hpp"
 #include "row_kernels.hpp"
+#include "tap_gemm.hpp"
 
 namespace seqlab {
 namespace {
@@ -208,6 +210,63 @@ void for_row_blocks(std::size_t blocks, std::size_t parts, Body&& body) {
   parallel_ranges(blocks, parts, body);
 }
 
+/// Whether a convolution runs on the tap tiles (tap_gemm.hpp) instead of im2col blocks: both
+/// channel counts within one tile (kNarrowWidth), the taps' depth k·max(in, out) within one panel
+/// (kHeadKC), k > 1 (k = 1 reads x in place anyway), and the taps' span (k−1)·d at most T, so that
+/// a block's window (its rows and the span) is not mostly padding.
+bool use_taps(std::size_t k, std::size_t in, std::size_t out, std::size_t d, std::size_t T) {
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+  return k > 1 && in <= detail::kNarrowWidth && out <= detail::kNarrowWidth &&
+         k * std::max(in, out) <= detail::kHeadKC && (k - 1) * d <= T;
+#else
+  (void)k, (void)in, (void)out, (void)d, (void)T;
+  return false;
+#endif
+}
+
+/// dst[i·w + c] = seq[s0 + i, c] for i < count, c < w, 0 where s0 + i is outside [0, T): a window
+/// of one sequence's rows (seq [T, w]) with its zero padding.
+void window_rows(const float* seq, std::size_t T, std::size_t w, long s0, std::size_t count, float* dst) {
+  const long lo = std::clamp(-s0, 0L, static_cast<long>(count));
+  const long hi = std::clamp(static_cast<long>(T) - s0, lo, static_cast<long>(count));
+  std::fill_n(dst, static_cast<std::size_t>(lo) * w, 0.0f);
+  std::memcpy(dst + lo * w, seq + (s0 + lo) * static_cast<long>(w),
+              static_cast<std::size_t>(hi - lo) * w * sizeof(float));
+  std::fill_n(dst + hi * w, (count - static_cast<std::size_t>(hi)) * w, 0.0f);
+}
+
+/// The rows s0 .. s0 + count − 1 of one sequence (seq [T, w]) as a readable block: seq itself where
+/// they all lie in [0, T), else a window_rows copy in `scratch` (the zero padding).
+const float* rows_from(const float* seq, std::size_t T, std::size_t w, long s0, std::size_t count, float* scratch) {
+  if (s0 >= 0 && s0 + static_cast<long>(count) <= static_cast<long>(T)) return seq + s0 * static_cast<long>(w);
+  window_rows(seq, T, w, s0, count, scratch);
+  return scratch;
+}
+
+/// Calls run(a, b) for the pieces of [t0, t1) cut at the points `cuts` (those inside it), in order:
+/// the rows whose windows need padding are cut off from those read in place.
+template <std::size_t N, class Run>
+void for_pieces(std::size_t t0, std::size_t t1, std::array<long, N> cuts, Run&& run) {
+  std::sort(cuts.begin(), cuts.end());
+  std::size_t a = t0;
+  for (long c : cuts)
+    if (c > static_cast<long>(a) && c < static_cast<long>(t1)) {
+      run(a, static_cast<std::size_t>(c));
+      a = static_cast<std::size_t>(c);
+    }
+  if (a < t1) run(a, t1);
+}
+
+/// Calls seg(b, t0, t1) for the runs of rows r = b·T + t in [r0, r1) that lie in one sequence.
+template <class Seg>
+void for_segments(std::size_t T, std::size_t r0, std::size_t r1, Seg&& seg) {
+  for (std::size_t r = r0; r < r1;) {
+    const std::size_t b = r / T, t0 = r - b * T, t1 = std::min(T, t0 + (r1 - r));
+    seg(b, t0, t1);
+    r += t1 - t0;
+  }
+}
+
 }  // namespace
 
 // cols[r − r0, j·w + c] = src[b, t + off + j·step, c] for the rows r = b·T + t in [r0, r1), 0 where
@@ -270,6 +329,38 @@ Tensor3 Conv1d::forward_cached() {
   std::vector<std::vector<float>> panels(parts);  // conv_gemm's per-thread scratch
   const float* px = x_.data();
   float* py = y.data();
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+  if (use_taps(k_, in_, out_, d_, T_)) {
+    // y[b, t] = bias + Σ_j Σ_c win[t − t0 + j·d, c] · W̃[o, j·in + c], win = x[b, t0 − P ..]: read in
+    // place where the run's rows and span lie inside the sequence, else one window of
+    // (rows + (k−1)·d) x in floats with its zero padding (rows_from), not k copies.
+    using V = detail::NarrowBatch;
+    std::vector<float> wpanel;  // op(B) = W̃ᵀ [k·in, out], shared by the threads
+    detail::pack_head_panel(true, kin, out_, wp_.data(), kin, wpanel, 2 * V::size);
+    const std::size_t span = (k_ - 1) * d_;
+    std::vector<std::vector<float>> win(parts, std::vector<float>((rows + span) * in_));
+    for_row_blocks(blocks, parts, [&](std::size_t c0, std::size_t c1, std::size_t worker) {
+      for (std::size_t c = c0; c < c1; ++c) {
+        const std::size_t r0 = c * rows, r1 = std::min(n, r0 + rows), m = r1 - r0;
+        if (has_bias_)
+          copy_rows(bias.value.data(), 0, out_, out_, m, py + r0 * out_);
+        else
+          std::fill_n(py + r0 * out_, m * out_, 0.0f);
+        // Rows t read x[t − P .. t − P + (k−1)·d]: in place for t in [P, T + P − (k−1)·d).
+        const long Pl = static_cast<long>(P), Tl = static_cast<long>(T_), sl = static_cast<long>(span);
+        for_segments(T_, r0, r1, [&](std::size_t b, std::size_t t0, std::size_t t1) {
+          for_pieces<2>(t0, t1, {Pl, Tl + Pl - sl}, [&](std::size_t a, std::size_t e) {
+            const float* src = rows_from(px + b * T_ * in_, T_, in_, static_cast<long>(a) - Pl, e - a + span,
+                                         win[worker].data());
+            detail::tap_gemm_rows<V>(e - a, out_, k_, in_, static_cast<std::ptrdiff_t>(d_ * in_), src, in_,
+                                     wpanel.data(), 1.0f, py + (b * T_ + a) * out_, out_);
+          });
+        });
+      }
+    });
+    return y;
+  }
+#endif
   for_row_blocks(blocks, parts, [&](std::size_t c0, std::size_t c1, std::size_t worker) {
     for (std::size_t c = c0; c < c1; ++c) {
       const std::size_t r0 = c * rows, r1 = std::min(n, r0 + rows), m = r1 - r0;
@@ -307,37 +398,94 @@ Tensor3 Conv1d::backward(const Tensor3& dy) {
   const bool direct = k_ == 1;
   const std::size_t rows = chunk_rows(), blocks = (n + rows - 1) / rows;
   const std::size_t parts = std::min(blocks, gemm_row_parts(n, in_, kout));
-  std::vector<std::unique_ptr<float[]>> scratch(direct ? 0 : parts);  // uninitialised: unfold writes all
-  for (auto& buf : scratch) buf.reset(new float[rows * kout]);
   std::vector<std::vector<float>> panels(parts);  // conv_gemm's per-thread scratch
   std::vector<float> dwq_blocks(blocks * kout * in_, 0.0f);  // beta = 1 onto zeros: no BLAS scaling pass
   Tensor3 dx({B_, T_, in_});
   float* pdx = dx.data();
-  for_row_blocks(blocks, parts, [&](std::size_t c0, std::size_t c1, std::size_t worker) {
-    for (std::size_t c = c0; c < c1; ++c) {
-      const std::size_t r0 = c * rows, r1 = std::min(n, r0 + rows), m = r1 - r0;
-      const float* dcols = pdy + r0 * out_;
-      if (!direct) {
-        unfold(pdy, out_, static_cast<long>(P), -static_cast<long>(d_), r0, r1, scratch[worker].get());
-        dcols = scratch[worker].get();
+  std::vector<double> dwq(kout * in_, 0.0);  // dW̃q = Σ_blocks dW̃q_block (double)
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+  if (use_taps(k_, in_, out_, d_, T_)) {
+    // Per run of rows [u0, u1) of sequence b, with the windows dywin = dy[b, u0 + P − (k−1)·d ..]
+    // and xwin = x[b, u0 − P ..] (rows + (k−1)·d each; read in place where they lie inside the
+    // sequence, else copied with their zero padding: rows_from):
+    //   dx[u] = Σ_j' Σ_o dywin[u − u0 + j'·d, o] · W[o, c, k−1−j']   (j' = k−1−j: one tap product)
+    //   dW_j[c, o] += Σ_t xwin[t − u0 + j·d, c] · dy[t, o]            (dy packed once, x read shifted)
+    // dW_j per block in [k, in, out], the blocks added in block order as below.
+    using V = detail::NarrowBatch;
+    const std::size_t span = (k_ - 1) * d_;
+    std::vector<float> wr(kout * in_);  // W̃q with the taps reversed: row j'·out + o = W[o, :, k−1−j']
+    for (std::size_t j = 0; j < k_; ++j)
+      std::copy_n(wq_.data() + (k_ - 1 - j) * out_ * in_, out_ * in_, wr.data() + j * out_ * in_);
+    std::vector<float> dxpanel;
+    detail::pack_head_panel(false, kout, in_, wr.data(), in_, dxpanel, 2 * V::size);
+    std::vector<std::vector<float>> dywin(parts, std::vector<float>((rows + span) * out_));
+    std::vector<std::vector<float>> xwin(parts, std::vector<float>((rows + span) * in_));
+    for_row_blocks(blocks, parts, [&](std::size_t c0, std::size_t c1, std::size_t worker) {
+      for (std::size_t c = c0; c < c1; ++c) {
+        const std::size_t r0 = c * rows, r1 = std::min(n, r0 + rows);
+        float* dwb = dwq_blocks.data() + c * kout * in_;  // [k, in, out]
+        // Rows u read dy[u + P − (k−1)·d .. u + P] for dx (in place for u in [(k−1)·d − P, T − P))
+        // and x[u − P .. u − P + (k−1)·d] for dW (in place for u in [P, T + P − (k−1)·d)).
+        const long Pl = static_cast<long>(P), Tl = static_cast<long>(T_), sl = static_cast<long>(span);
+        for_segments(T_, r0, r1, [&](std::size_t b, std::size_t s0, std::size_t s1) {
+          for_pieces<4>(s0, s1, {sl - Pl, Tl - Pl, Pl, Tl + Pl - sl}, [&](std::size_t u0, std::size_t u1) {
+            const std::size_t m = u1 - u0;
+            const float* dyw = rows_from(pdy + b * T_ * out_, T_, out_, static_cast<long>(u0) + Pl - sl, m + span,
+                                         dywin[worker].data());
+            const float* xw = rows_from(px + b * T_ * in_, T_, in_, static_cast<long>(u0) - Pl, m + span,
+                                        xwin[worker].data());
+            detail::tap_gemm_rows<V>(m, in_, k_, out_, static_cast<std::ptrdiff_t>(d_ * out_), dyw, out_,
+                                     dxpanel.data(), 0.0f, pdx + (b * T_ + u0) * in_, in_);
+            const float* dyrows = pdy + (b * T_ + u0) * out_;
+            for (std::size_t k0 = 0; k0 < m; k0 += detail::kHeadKC) {
+              const std::size_t kc = std::min(detail::kHeadKC, m - k0);
+              detail::pack_head_panel(false, kc, out_, dyrows + k0 * out_, out_, panels[worker], 2 * V::size);
+              for (std::size_t j = 0; j < k_; ++j)
+                detail::head_gemm_rows<true, V>(in_, out_, kc, 1.0f, xw + (k0 + j * d_) * in_, in_,
+                                                panels[worker].data(), 1.0f, dwb + j * in_ * out_, out_);
+            }
+          });
+        });
       }
-      conv_gemm(true, false, kout, in_, m, dcols, kout, px + r0 * in_, in_, 1.0f,
-                dwq_blocks.data() + c * kout * in_, in_, panels[worker]);
-      // narrow products do not read C at beta = 0; OpenBLAS's beta = 0 is a scaling pass of its own,
-      // so it gets beta = 1 onto zeros, as above
-      const bool narrow = in_ <= detail::kNarrowWidth;
-      if (!narrow) std::fill_n(pdx + r0 * in_, m * in_, 0.0f);
-      conv_gemm(false, false, m, in_, kout, dcols, kout, wq_.data(), in_, narrow ? 0.0f : 1.0f, pdx + r0 * in_,
-                in_, panels[worker]);
+    });
+    for (std::size_t c = 0; c < blocks; ++c) {
+      const float* part = dwq_blocks.data() + c * kout * in_;
+      for (std::size_t j = 0; j < k_; ++j)
+        for (std::size_t ci = 0; ci < in_; ++ci)
+          for (std::size_t o = 0; o < out_; ++o)
+            dwq[(j * out_ + o) * in_ + ci] += part[(j * in_ + ci) * out_ + o];
     }
-  });
+  } else
+#endif
+  {
+    std::vector<std::unique_ptr<float[]>> scratch(direct ? 0 : parts);  // uninitialised: unfold writes all
+    for (auto& buf : scratch) buf.reset(new float[rows * kout]);
+    for_row_blocks(blocks, parts, [&](std::size_t c0, std::size_t c1, std::size_t worker) {
+      for (std::size_t c = c0; c < c1; ++c) {
+        const std::size_t r0 = c * rows, r1 = std::min(n, r0 + rows), m = r1 - r0;
+        const float* dcols = pdy + r0 * out_;
+        if (!direct) {
+          unfold(pdy, out_, static_cast<long>(P), -static_cast<long>(d_), r0, r1, scratch[worker].get());
+          dcols = scratch[worker].get();
+        }
+        conv_gemm(true, false, kout, in_, m, dcols, kout, px + r0 * in_, in_, 1.0f,
+                  dwq_blocks.data() + c * kout * in_, in_, panels[worker]);
+        // narrow products do not read C at beta = 0; OpenBLAS's beta = 0 is a scaling pass of its own,
+        // so it gets beta = 1 onto zeros, as above
+        const bool narrow = in_ <= detail::kNarrowWidth;
+        if (!narrow) std::fill_n(pdx + r0 * in_, m * in_, 0.0f);
+        conv_gemm(false, false, m, in_, kout, dcols, kout, wq_.data(), in_, narrow ? 0.0f : 1.0f, pdx + r0 * in_,
+                  in_, panels[worker]);
+      }
+    });
 
-  // dW̃q = Σ_blocks dW̃q_block (double), unpacked to dW [out, in, k]
-  std::vector<double> dwq(kout * in_, 0.0);
-  for (std::size_t c = 0; c < blocks; ++c) {
-    const float* part = dwq_blocks.data() + c * kout * in_;
-    for (std::size_t i = 0; i < kout * in_; ++i) dwq[i] += part[i];
+    // dW̃q = Σ_blocks dW̃q_block (double)
+    for (std::size_t c = 0; c < blocks; ++c) {
+      const float* part = dwq_blocks.data() + c * kout * in_;
+      for (std::size_t i = 0; i < kout * in_; ++i) dwq[i] += part[i];
+    }
   }
+  // dW̃q unpacked to dW [out, in, k]
   const auto dw_at = [&](std::size_t o, std::size_t c, std::size_t j) { return dwq[(j * out_ + o) * in_ + c]; };
   if (!weight_norm_) {
     float* gw = weight.grad.data();

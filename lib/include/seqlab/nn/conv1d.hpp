@@ -31,12 +31,20 @@
 //   backward  dx = dcols · W̃q       (dx[u] = Σ_j W_jᵀ dy[u + P − j·d]; no scatter-add)
 //             dW̃q += dcolsᵀ · x     (dW[o, c, j] = Σ_u dy[u + P − j·d, o] x[u, c])
 // so a backward unfolds dy once and reads the cached x as it is.
+// Few channels (in, out <= 16 and k·max(in, out) <= 256, the TCNs of the experiments) with the
+// taps' span (k−1)·d at most T skip the unfolding: per run of a block's rows in one sequence, its
+// input rows and the span, read in place where they lie inside the sequence and copied with their
+// zero padding only at its ends (rows + (k−1)·d rows of in floats, not k copies), and tap tiles
+// (nn/tap_gemm.hpp) that read unfolded element (t, j·in + c) as window[t + j·d, c], the same
+// products of depth k·in; the backward the same with windows of dy (the taps reversed) for dx,
+// and per tap dW_j = window(x)ᵀ shifted by j·d times dy.
 // The blocks hold chunk_rows() rows (about kChunkBytes of unfolded floats, so a block's columns
 // stay in the core's cache between their copy and the GEMM that reads them) and are split over
 // the thread budget like a large GEMM's rows (core/gemm.hpp, for_gemm_rows); the blocks' dW̃q are
 // added in block order, so the split itself changes no result. k = 1 reads x (and dy) in place.
 // The alternative, one GEMM per tap over a zero-padded copy of the input (y += x_shifted · W_jᵀ),
-// runs k products of inner dimension in (11–64 channels in the experiments) instead of one of k·in.
+// runs k products of inner dimension in (11–64 channels in the experiments) instead of one of k·in
+// (the tap tiles above keep the one product and drop the copy).
 // Memory: the cache holds a copy of x only; the unfolded blocks are per-call scratch (a block of
 // k·max(in, out) floats a row per thread), so a deep TCN does not keep k·T·C floats per convolution.
 //
