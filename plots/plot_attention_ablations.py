@@ -803,7 +803,8 @@ SPEED_RULE = ("; where both arms are at the ceiling of that metric, the row is d
               "bound), and the row is inconclusive where that could change the verdict, or where the slower arm's "
               "pilot was flat (its rate uninformed), unless a sweep of seed 0 over every rate of that grid at the "
               "full budget (one-seed runs at the rates it did not choose) is fastest inside the rates run: at its own "
-              "rate the row stands, at another the row is decided at that rate over every seed; lr censored as above, without the ceiling exemption")
+              "rate the row stands, at another that rate is run on every seed and the row is decided at whichever of "
+              "the two rates gives the slower arm the lower median; lr censored as above, without the ceiling exemption")
 
 
 def speed_rule(claim):
@@ -956,8 +957,9 @@ def sign_row(fresh, keys, ref, idx, arms, t, where):
                   controls="yes")
     test = (f"exact one-sided sign test of the median paired difference against +{margin:g} over the {n} fresh "
             f"seeds {common[0]}–{common[-1]} (pre-registered)")
+    mixed = " (the fresh seeds on the longer runs, seeds 0–4 at the design's budget)" if budget_note else ""
     effect = (f"{k} of {n} fresh seeds beyond +{margin:g} (P(Bin({n}, ½) ≥ {k}) = {p_hold:.3g}; "
-              f"≥ {n - k}: {p_fail:.3g}); all {len(d_all)} seeds: {k_all} beyond")
+              f"≥ {n - k}: {p_fail:.3g}); all {len(d_all)} seeds{mixed}: {k_all} beyond")
     if ceiling:
         kind, why = sv.CEILING, "both arms are within the margin of the optimum"
     elif floor:
@@ -984,7 +986,8 @@ def sign_row(fresh, keys, ref, idx, arms, t, where):
     per_seed = ", ".join(f"{s}: {fa[s][col]:.3f} vs {fb[s][col]:.3f}" for s in common)
     return v.row(
         claim=f"Several heads beat one at fixed d_model, paired sign test on fresh seeds ({where})",
-        measured=f"at {size_text(r0, a[4])}: {ref} heads vs 1 head, test {col.split('_')[1]} per fresh seed {per_seed}",
+        measured=f"at {size_text(r0, a[4])}: {ref} heads vs 1 head, test {col.split('_')[1]} per fresh seed {per_seed}"
+                 + (f" ({budget_note[2:]})" if budget_note else ""),
         anchor=ANCHOR_HEADS,
         rule=f"{ref} heads vs 1, fresh seeds only: holds if P(Bin(n, ½) ≥ k) ≤ {SIGN_ALPHA:g} for k = the seeds "
              f"whose paired difference exceeds +{margin:g}, fails if P(Bin(n, ½) ≥ n − k) ≤ {SIGN_ALPHA:g}, else "
