@@ -192,9 +192,27 @@ def scale_label(run, fallback):
     return "/".join(scales) if scales else fallback
 
 
+def cells_provenance(meta):
+    """'N commits; CPU a (k cells), b (m cells), not recorded (j cells)' of the cells a run merged
+    (meta.json's cells_git_commits and each cell's cpu_model), or '' where meta.json has neither."""
+    commits = meta.get("cells_git_commits") or []
+    cpus = {}
+    for c in meta.get("cells") or []:
+        key = str(c.get("cpu_model") or "") or "not recorded"
+        cpus[key] = cpus.get(key, 0) + 1
+    parts = []
+    if commits:
+        parts.append(f"{len(commits)} commit{'s' if len(commits) != 1 else ''}")
+    if cpus:
+        parts.append("CPU " + ", ".join(f"{k} ({n} cells)" for k, n in sorted(cpus.items())))
+    return "; ".join(parts)
+
+
 def runs_table(run):
-    """The lines of the table of a run's experiments: scale, seeds, cells, commit, UTC times."""
+    """The lines of the table of a run's experiments: scale, seeds, cells, commit, UTC times; then
+    where the merged cells themselves came from (cells_provenance), one line per experiment."""
     out = ["| experiment | scale | seeds | cells | git commit | run (UTC) |", "|---|---|---|---|---|---|"]
+    prov = []
     for num, name, claim, meta, rows, figs in run:
         if not meta:
             out.append(f"| {name} | not run | | | | |")
@@ -204,6 +222,12 @@ def runs_table(run):
         seeds = meta.get("config", {}).get("seeds", "?")
         out.append(f"| {name} | {scale_of(meta)} | {seeds} | {meta.get('cells_count', '?')} | "
                    f"`{commit}` | {meta.get('start_utc', '?')} – {meta.get('end_utc', '?')} |")
+        p = cells_provenance(meta)
+        if p:
+            prov.append(f"- {name}: {p}")
+    if prov:
+        out += ["", "The git commit is that of the merge; the merged cells were computed by (meta.json's "
+                "`cells_git_commits` and each cell's `cpu_model`):", ""] + prov
     return out
 
 

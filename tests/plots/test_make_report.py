@@ -324,6 +324,11 @@ def check_readme():
 def main():
     check(set(make_report.ROW_KEYS) == ROW_KEYS and set(ROW_KEYS) == set(sv.Verdict(sv.HOLDS).row("c", "m", "a", "r")),
           "the report, the tests and seqlab_verdict agree on a row's keys")
+    # Where the merged cells came from: their commits and CPU models, counted.
+    prov = make_report.cells_provenance({"cells_git_commits": ["a", "b"], "cells": [
+        {"cpu_model": "X"}, {"cpu_model": "X"}, {"cpu_model": ""}, {}]})
+    check(prov == "2 commits; CPU X (2 cells), not recorded (2 cells)", f"cells_provenance: {prov!r}")
+    check(make_report.cells_provenance({}) == "", "cells_provenance without the keys: ''")
     names = with_verdicts()
     with tempfile.TemporaryDirectory() as tmp:
         res = build_tree(tmp, names)
