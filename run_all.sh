@@ -120,8 +120,8 @@ main_job() {
   jobs=$(nproc)
   while [ $# -gt 0 ]; do
     case "$1" in
-      --scale) scale=${2:?--scale needs quick, standard or paper}; shift 2 ;;
-      --jobs) jobs=${2:?--jobs needs a number}; shift 2 ;;
+      --scale) [ $# -ge 2 ] || die "--scale needs a value (quick, standard or paper)" 2; scale=$2; shift 2 ;;
+      --jobs) [ $# -ge 2 ] || die "--jobs needs a value (a positive integer)" 2; jobs=$2; shift 2 ;;
       --force) force=--force; shift ;;
       *) die "unknown option '$1' (allowed: --scale quick|standard|paper, --jobs N, --force)" 2 ;;
     esac
@@ -160,9 +160,10 @@ case "${1:-all}" in
         ;;
       *) die "unknown option '$2' of test (allowed: --sanitize)" 2 ;;
     esac
+    [ $# -le 2 ] || die "test takes at most one option (--sanitize); got also '$3'" 2
     install_deps; build; run_tests ;;
-  deps) install_deps ;;
-  build) install_deps; build ;;
+  deps) [ $# -le 1 ] || die "deps takes no options; got '$2'" 2; install_deps ;;
+  build) [ $# -le 1 ] || die "build takes no options; got '$2'" 2; install_deps; build ;;
   all) shift || true; main_job "$@" ;;
   -h|--help|help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' ;;
   --*) main_job "$@" ;;
