@@ -107,6 +107,38 @@ inline void pack_head_panel(bool trans_b, std::size_t K, std::size_t N, const fl
 }
 
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+/// The store of a tile's accumulators (rows r < MR, two batches each): C[r, j] = alpha · acc[r, j]
+/// (+ beta · C[r, j]) for j < ncols <= 2·V::size; beta = 0 does not read C.
+template <std::size_t MR, class V>
+inline void head_tile_store(const V* acc0, const V* acc1, float alpha, float beta, float* C, std::size_t ldc,
+                            std::size_t ncols) {
+  constexpr std::size_t L = V::size, NR = 2 * L;
+  const V va(alpha);
+  if (ncols == NR && beta == 0.0f) {  // the common case: a whole tile, C not read
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < MR; ++r) {
+      (va * acc0[r]).store_unaligned(C + r * ldc);
+      (va * acc1[r]).store_unaligned(C + r * ldc + L);
+    }
+    return;
+  }
+  const V vb(beta);
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < MR; ++r) {
+    float* c = C + r * ldc;
+    const V v0 = va * acc0[r], v1 = va * acc1[r];
+    if (ncols == NR) {
+      xsimd::fma(vb, V::load_unaligned(c), v0).store_unaligned(c);
+      xsimd::fma(vb, V::load_unaligned(c + L), v1).store_unaligned(c + L);
+    } else {
+      alignas(64) float t[NR];
+      v0.store_aligned(t);
+      v1.store_aligned(t + L);
+      for (std::size_t j = 0; j < ncols; ++j) c[j] = beta == 0.0f ? t[j] : std::fma(beta, c[j], t[j]);
+    }
+  }
+}
+
 /// One tile: C[r, j] = alpha · Σ_k op(A)[r, k] · panel[k, j] (+ beta · C[r, j]) for r < MR,
 /// j < ncols <= 2·V::size (kHeadNR for the default V). op(A)[r, k] = A[r·lda + k], or A[k·lda + r]
 /// when TA. V: the SIMD batch type (a narrower one than HeadBatch suits products of few columns).
@@ -114,7 +146,7 @@ template <std::size_t MR, bool TA, class V = HeadBatch>
 inline void head_tile(std::size_t K, const float* A, std::size_t lda, const float* panel, std::size_t w,
                       float alpha, float beta, float* C, std::size_t ldc, std::size_t ncols) {
   using HeadBatch = V;
-  constexpr std::size_t L = HeadBatch::size, kHeadNR = 2 * L;
+  constexpr std::size_t L = HeadBatch::size;
   HeadBatch acc0[MR], acc1[MR];
 #pragma GCC unroll 8
   for (std::size_t r = 0; r < MR; ++r) {
@@ -132,31 +164,13 @@ inline void head_tile(std::size_t K, const float* A, std::size_t lda, const floa
       acc1[r] = xsimd::fma(a, b1, acc1[r]);
     }
   }
-  const HeadBatch va(alpha);
-  if (ncols == kHeadNR && beta == 0.0f) {  // the common case: a whole tile, C not read
-#pragma GCC unroll 8
-    for (std::size_t r = 0; r < MR; ++r) {
-      (va * acc0[r]).store_unaligned(C + r * ldc);
-      (va * acc1[r]).store_unaligned(C + r * ldc + L);
-    }
-    return;
-  }
-  const HeadBatch vb(beta);
-#pragma GCC unroll 8
-  for (std::size_t r = 0; r < MR; ++r) {
-    float* c = C + r * ldc;
-    const HeadBatch v0 = va * acc0[r], v1 = va * acc1[r];
-    if (ncols == kHeadNR) {
-      xsimd::fma(vb, HeadBatch::load_unaligned(c), v0).store_unaligned(c);
-      xsimd::fma(vb, HeadBatch::load_unaligned(c + L), v1).store_unaligned(c + L);
-    } else {
-      alignas(64) float t[kHeadNR];
-      v0.store_aligned(t);
-      v1.store_aligned(t + L);
-      for (std::size_t j = 0; j < ncols; ++j) c[j] = beta == 0.0f ? t[j] : std::fma(beta, c[j], t[j]);
-    }
-  }
+  head_tile_store<MR, V>(acc0, acc1, alpha, beta, C, ldc, ncols);
 }
+
+/// Rows of the next tile when `left` rows remain: kHeadMR, except that the last 7 or 8 rows go as
+/// 4 + 3 or 4 + 4 rather than 6 + 1 or 6 + 2 (a 1- or 2-row tile has too few accumulators to hide
+/// the FMA latency).
+inline std::size_t head_tile_rows(std::size_t left) { return left == 7 || left == 8 ? 4 : std::min(kHeadMR, left); }
 
 template <bool TA, class V = HeadBatch>
 inline void head_gemm_rows(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
@@ -167,10 +181,7 @@ inline void head_gemm_rows(std::size_t M, std::size_t N, std::size_t K, float al
   for (std::size_t i = 0; i < M; i += mr) {  // rows outer: a block's rows of A stay in L1
     const float* Ai = TA ? A + i : A + i * lda;
     float* Ci = C + i * ldc;
-    // The last 7 or 8 rows go as 4 + 3 or 4 + 4 rather than 6 + 1 or 6 + 2: a 1- or 2-row tile
-    // has too few accumulators to hide the FMA latency.
-    const std::size_t left = M - i;
-    mr = left == 7 || left == 8 ? 4 : std::min(kHeadMR, left);
+    mr = head_tile_rows(M - i);
     if (!TA && i + mr < M) {  // the next tile's rows of A (strided: the prefetcher misses them)
       const std::size_t next = std::min(kHeadMR, M - i - mr), kb = std::min<std::size_t>(K, 64);
       for (std::size_t r = 0; r < next; ++r)

@@ -24,7 +24,7 @@ template <std::size_t MR, class V>
 inline void tap_tile(std::size_t taps, std::size_t inner, std::ptrdiff_t tap_stride, const float* A,
                      std::size_t lda, const float* panel, std::size_t w, float beta, float* C, std::size_t ldc,
                      std::size_t ncols) {
-  constexpr std::size_t L = V::size, NR = 2 * L;
+  constexpr std::size_t L = V::size;
   V acc0[MR], acc1[MR];
 #pragma GCC unroll 8
   for (std::size_t r = 0; r < MR; ++r) {
@@ -46,28 +46,7 @@ inline void tap_tile(std::size_t taps, std::size_t inner, std::ptrdiff_t tap_str
       }
     }
   }
-  if (ncols == NR && beta == 0.0f) {
-#pragma GCC unroll 8
-    for (std::size_t r = 0; r < MR; ++r) {
-      acc0[r].store_unaligned(C + r * ldc);
-      acc1[r].store_unaligned(C + r * ldc + L);
-    }
-    return;
-  }
-  const V vb(beta);
-#pragma GCC unroll 8
-  for (std::size_t r = 0; r < MR; ++r) {
-    float* c = C + r * ldc;
-    if (ncols == NR) {
-      xsimd::fma(vb, V::load_unaligned(c), acc0[r]).store_unaligned(c);
-      xsimd::fma(vb, V::load_unaligned(c + L), acc1[r]).store_unaligned(c + L);
-    } else {
-      alignas(64) float t[NR];
-      acc0[r].store_aligned(t);
-      acc1[r].store_aligned(t + L);
-      for (std::size_t n = 0; n < ncols; ++n) c[n] = beta == 0.0f ? t[n] : std::fma(beta, c[n], t[n]);
-    }
-  }
+  head_tile_store<MR, V>(acc0, acc1, 1.0f, beta, C, ldc, ncols);
 }
 
 /// C[M, N] = the tap product above (+ beta · C) for N <= 2·V::size columns; `panel` is
@@ -82,8 +61,7 @@ inline void tap_gemm_rows(std::size_t M, std::size_t N, std::size_t taps, std::s
   for (std::size_t i = 0; i < M; i += mr) {
     const float* Ai = A + i * lda;
     float* Ci = C + i * ldc;
-    const std::size_t left = M - i;  // the last 7 or 8 rows as 4 + 3 or 4 + 4 (head_gemm_rows)
-    mr = left == 7 || left == 8 ? 4 : std::min(kHeadMR, left);
+    mr = head_tile_rows(M - i);
     switch (mr) {
       case 6: tap_tile<6, V>(taps, inner, tap_stride, Ai, lda, panel, w, beta, Ci, ldc, N); break;
       case 5: tap_tile<5, V>(taps, inner, tap_stride, Ai, lda, panel, w, beta, Ci, ldc, N); break;
