@@ -10,7 +10,8 @@
 // `width` (the MQAR width study, Arora et al. 2023 Fig. 2), its learning rate chosen from lr_grid
 // by a pilot on replicate 0's validation split (shared by the replicates, tuning.hpp), trained on
 // fresh batches of the task until `steps` updates, early stopping or a solved validation loss,
-// then evaluated on a fixed test set. A "_long" arm (e.g. lstm_long, at the lengths of
+// then evaluated on a fixed test set (a width-study cell: width_steps updates and width_patience,
+// written into steps and patience by resolve). A "_long" arm (e.g. lstm_long, at the lengths of
 // <task>_long_lengths) trains the same model without early stopping for long_steps updates at the
 // fixed rate long_lr, no pilot: whether a run on its initial plateau leaves it given the updates.
 // Tasks (lib tasks/):
@@ -134,11 +135,22 @@ bool keep(const Cell& cell) {
          std::find(models.begin(), models.end(), cell.get_string("model")) != models.end();
 }
 
-/// The keys a cell never reads (ExperimentSpec::unread_keys): long_steps and long_lr outside the
-/// "_long" arms, so those arms' keys leave the fingerprints of every other cell as they were.
+/// The width study's budget (ExperimentSpec::resolve): a cell with width > 0 trains for
+/// width_steps updates (0: steps) with early stopping after width_patience evaluations (-1:
+/// patience), written into its steps and patience keys, so it is the cell a run with
+/// --steps=<width_steps> --patience=<width_patience> would have.
+void resolve(Cell& cell) {
+  if (cell.get_int("width") == 0) return;
+  if (const auto s = cell.get_int("width_steps"); s > 0) cell.params.set("steps", s);
+  if (const auto p = cell.get_int("width_patience"); p >= 0) cell.params.set("patience", p);
+}
+
+/// The keys a cell never reads (ExperimentSpec::unread_keys): width_steps and width_patience
+/// (resolve has put them into steps and patience); long_steps and long_lr outside the "_long"
+/// arms, so those arms' keys leave the fingerprints of every other cell as they were.
 std::vector<std::string> unread_keys(const Cell& cell) {
-  if (is_long_arm(cell.get_string("model"))) return {};
-  return {"long_steps", "long_lr"};
+  if (is_long_arm(cell.get_string("model"))) return {"width_steps", "width_patience"};
+  return {"long_steps", "long_lr", "width_steps", "width_patience"};
 }
 
 /// The schedule of the cell's keys at peak learning rate `lr` over `steps` updates.
@@ -407,6 +419,13 @@ int main(int argc, char** argv) {
       int_option("width_length", 64, "steps", "length of the width study's mqar cells").at_least(2).at_most(1e5),
       choice_list_option("width_models", "rnn lstm gru transformer_decoder", model_arms(),
                          "models of the width study"),
+      int_option("width_steps", 0, "updates", "the width study's optimizer updates; 0 = steps")
+          .at_least(0)
+          .at_most(1e9),
+      int_option("width_patience", -1, "evaluations",
+                 "the width study's early-stopping patience (0 = off); -1 = patience")
+          .at_least(-1)
+          .at_most(1e9),
       int_option("param_budget", 6000, "parameters",
                  "match every model to this many parameters (largest hidden size / d_model within "
                  "it); 0 = use hidden_size")
@@ -552,6 +571,7 @@ int main(int argc, char** argv) {
   spec.timing_columns = {"train_time_s", "ms_per_step"};
   spec.validate = validate;
   spec.keep = keep;
+  spec.resolve = resolve;
   spec.unread_keys = unread_keys;
   spec.run_cell = run_cell;
   return run_experiment(argc, argv, spec);

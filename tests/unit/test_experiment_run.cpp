@@ -336,6 +336,62 @@ TEST_CASE("a key only some cells read is left out of the others' fingerprints", 
   CHECK_THAT(bad.err, Catch::Contains("unread_keys names 'n', not a declared non-sweep key"));
 }
 
+TEST_CASE("resolve sets a cell's keys: it is the cell of a run with those values", "[experiment][run]") {
+  TempDir d;
+  const auto ini = write_ini(d.path, "c.ini", "n = 1,2\nseeds = 1\n");
+  ExperimentSpec spec = toy_spec();
+  // n2_x: the factor of the cells with n = 2 (0: x), written into their x.
+  spec.options.push_back(real_option("n2_x", 0, "1", "x of the cells with n = 2; 0 = x").at_least(0));
+  spec.resolve = [](Cell& c) {
+    if (c.get_int("n") == 2 && c.get_real("n2_x") > 0) c.params.set("x", c.params.get("n2_x"));
+  };
+  spec.unread_keys = [](const Cell&) { return std::vector<std::string>{"n2_x"}; };
+  const fs::path out = d.path / "res";
+  const std::vector<std::string> base = {"--config", ini.string(), "--out", out.string(), "--quiet"};
+  // A run of n = 2 alone with x = 0.75 ...
+  auto alone = base;
+  alone.insert(alone.end(), {"--n=2", "--x=0.75"});
+  g_calls = 0;
+  REQUIRE(run(spec, alone).code == 0);
+  CHECK(g_calls == 1);
+  // ... is the cell n = 2 of the run with n2_x = 0.75: reused; n = 1 runs at x = 0.5.
+  auto resolved = base;
+  resolved.push_back("--n2_x=0.75");
+  g_calls = 0;
+  const auto r = run(spec, resolved);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(g_calls == 1);
+  const std::string csv = slurp(out / "toy.csv");
+  CHECK_THAT(csv, Catch::Contains("toy,1,0," + std::to_string(seqlab::derive_seed(1, 0)) + ",0.5,"));
+  CHECK_THAT(csv, Catch::Contains("toy,2,0," + std::to_string(seqlab::derive_seed(1, 0)) + ",1.5,"));
+  // Without n2_x the cell n = 2 is the one of x = 0.5: a new cell.
+  g_calls = 0;
+  REQUIRE(run(spec, base).code == 0);
+  CHECK(g_calls == 1);
+
+  // What resolve may not do.
+  auto listing = std::vector<std::string>{"--config", ini.string(), "--list-cells"};
+  spec.resolve = [](Cell& c) { c.params.set("n", std::int64_t{5}); };
+  auto bad = run(spec, listing);
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Catch::Contains("resolve changed 'n', a sweep key"));
+  spec.resolve = [](Cell& c) { c.params.set("x", std::string("big")); };
+  bad = run(spec, listing);
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Catch::Contains("resolve changed 'x', to a value of another type"));
+  spec.resolve = [](Cell& c) { c.params.set("z", 1.0); };
+  bad = run(spec, listing);
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Catch::Contains("resolve set 'z', not a declared key"));
+  // A value outside its key's bounds is bad input, named as the key's.
+  spec.resolve = [](Cell& c) { c.params.set("x", -1.0); };
+  bad = run(spec, listing);
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("x: invalid value '-1'") && Catch::Contains("derives for the cell n=1 seed=0"));
+  CHECK(bad.out.empty());
+}
+
 TEST_CASE("a cell stored before a key was declared unread is reused under its new fingerprint", "[experiment][run]") {
   TempDir d;
   const auto ini = write_ini(d.path, "c.ini", "n = 1,2\nseeds = 1\n");

@@ -318,6 +318,25 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
     }
     inv.cells = std::move(kept);
   }
+  if (spec.resolve) {  // cell-dependent values of non-sweep keys (ExperimentSpec::resolve)
+    for (auto& c : inv.cells) {
+      const std::vector<std::pair<std::string, Value>> before = c.params.entries();
+      spec.resolve(c);
+      const auto& after = c.params.entries();
+      for (const auto& [key, v] : after) {
+        const auto it = std::find_if(spec.options.begin(), spec.options.end(),
+                                     [&](const OptionSpec& o) { return o.key == key; });
+        const auto old = std::find_if(before.begin(), before.end(), [&](const auto& e) { return e.first == key; });
+        if (it == spec.options.end() || old == before.end())
+          throw std::logic_error(spec.name + ": resolve set '" + key + "', not a declared key");
+        if (old->second == v) continue;
+        if (it->sweep || old->second.index() != v.index())
+          throw std::logic_error(spec.name + ": resolve changed '" + key + "', " +
+                                 (it->sweep ? "a sweep key" : "to a value of another type"));
+        it->check(v, format_value(v), "the value " + spec.name + " derives for the cell " + c.label());
+      }
+    }
+  }
   if (spec.unread_keys) {  // keys a cell never reads: out of its fingerprint
     for (auto& c : inv.cells)
       for (const auto& key : spec.unread_keys(c)) {

@@ -176,6 +176,15 @@ struct ExperimentSpec {
   /// seed rule depends on the replicate only), so filtering never changes a cell's result.
   /// Keeping none is bad input (exit 2). Empty (the default): every point is a cell.
   std::function<bool(const Cell&)> keep;
+  /// Optional: sets keys whose value depends on the cell, e.g. a longer budget for some arms read
+  /// from a key of their own (steps := width_steps in the cells of a width study). Called for every
+  /// kept cell after keep and before unread_keys, validate and the fingerprint, so the values it
+  /// sets are the cell's: its fingerprint, its checks and run_cell see them (a cell whose resolved
+  /// values equal another run's cell has that cell's fingerprint and reuses its stored result).
+  /// It may change non-sweep keys only, to a value of the key's type; changing a sweep key or
+  /// setting an undeclared one is a std::logic_error. Values are re-checked against their key's
+  /// bounds (ConfigError, exit 2, naming the key). Empty (the default): nothing changes.
+  std::function<void(Cell&)> resolve;
   /// Optional: the keys a kept cell's computation never reads, left out of that cell's fingerprint
   /// (Cell::fingerprint) as the grid-only keys are. So a key added later for some cells only (e.g.
   /// the budget of one arm) keeps the fingerprints, and so the finished results, of the others,
