@@ -20,7 +20,8 @@ the gradient rule on decay rates (recurrent profiles falling 0.2 decades per ste
 Transformer: "holds"; a flat trained LSTM: "depends on the training phase and the recurrent
 cell"); the width rule (a Transformer solving every width and an LSTM that falls with the pairs
 and rises with the width: "holds"; an LSTM solving everything at every width: it "fails" for the
-LSTM; a Transformer at the key-agnostic level or on its plateau at a width: that part is the floor);
+LSTM; a Transformer at the key-agnostic level or on its plateau at a width: that part is the floor,
+and the recurrent 'falls with the pairs' parts leave that width out);
 the baseline-plateau rule (the Transformer on it in one run: "inconclusive", named; a cell on it
 everywhere: its part the floor; a cell stalling at the longer lengths: the note), lr censored (a
 pilot still improving toward the grid's end: "inconclusive" (lr censored); a flat one: listed),
@@ -391,6 +392,11 @@ def main():
         check("Transformer solves P = 3 at width 4: inconclusive: floor" in got["reason"]
               and "never left its baseline plateau" in got["reason"],
               f"Transformer on its plateau at width 4: floor (got {got['verdict']}: {got['reason'][:300]})")
+        # The LSTM's 'falls with the pairs' part reads the widths at which every Transformer run
+        # left its plateau: width 8 only here.
+        check("LSTM falls with the pairs at widths 8:" in got["reason"]
+              and "LSTM falls with the pairs at widths 4" not in got["reason"],
+              f"the pairs part reads the widths where the Transformer trained (got {got['reason'][:600]})")
         # The Transformer short of solving P = 3 at width 8 in every seed: fails; the same with two
         # of its runs there on the baseline plateau: still fails while the run that trained falls
         # short too, inconclusive (not trained) once that run solves it.
