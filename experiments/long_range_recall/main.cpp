@@ -141,7 +141,14 @@ bool keep(const Cell& cell) {
 /// --steps=<width_steps> --patience=<width_patience> would have.
 void resolve(Cell& cell) {
   if (cell.get_int("width") == 0) return;
-  if (const auto s = cell.get_int("width_steps"); s > 0) cell.params.set("steps", s);
+  if (const auto s = cell.get_int("width_steps"); s > 0) {
+    for (const char* key : {"pilot_steps", "warmup_steps"})
+      if (cell.get_int(key) > s)
+        throw experiment::ConfigError("width_steps: invalid value '" + cell.params.text("width_steps") +
+                                      "': expected 0 or an integer >= " + key + " (" + cell.params.text(key) +
+                                      "): the width study's cells train width_steps updates");
+    cell.params.set("steps", s);
+  }
   if (const auto p = cell.get_int("width_patience"); p >= 0) cell.params.set("patience", p);
 }
 

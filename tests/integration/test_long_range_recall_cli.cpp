@@ -123,6 +123,10 @@ TEST_CASE("long_range_recall rejects bad input with exit 2 and writes nothing", 
       {{"--width=-1"}, {"width", "'-1'", "[0, 65536]"}},
       {{"--width_models=lstm mamba"}, {"width_models", "'mamba'"}},
       {{"--lr_grid=0.001 0"}, {"lr_grid", "'0'"}},
+      {{"--width_steps=-1"}, {"width_steps", "'-1'", "[0, 1000000000]"}},
+      {{"--width_patience=-2"}, {"width_patience", "'-2'", "[-1, 1000000000]"}},
+      {{"--task=mqar", "--width=0,4", "--width_length=8", "--pilot_steps=2", "--width_steps=1"},
+       {"width_steps", "'1'", ">= pilot_steps (2)", "the width study's cells"}},
       {{"--pilot_steps=5"}, {"pilot_steps", "'5'", "<= steps (3)"}},
       {{"--min_delta=2"}, {"min_delta", "'2'"}},
       {{"--solved_loss=-0.1"}, {"solved_loss", "'-0.1'"}},
@@ -674,4 +678,46 @@ TEST_CASE("long_range_recall trains the _long arms without early stopping and ke
   const Run none = run(with({"--model=lstm_long", "--list-cells"}), d.path);
   CHECK(none.code == 2);
   CHECK_THAT(none.err, Catch::Contains("the grid has no cells"));
+}
+
+TEST_CASE("long_range_recall trains the width study for width_steps with width_patience", "[integration][long_range_recall]") {
+  TempDir d;
+  const fs::path ini = tiny_ini(d.path);
+  const fs::path out = d.path / "res";
+  const std::vector<std::string> common = {"--task=mqar", "--model=lstm", "--length=8", "--width_length=8",
+                                           "--seeds=1", "--steps=4", "--patience=1", "--min_delta=0.5",
+                                           "--solved_loss=0", "--log_every=1"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto a = common;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return tiny(ini, out, a);
+  };
+  const Run first = run(with({"--width=0,4", "--width_steps=6", "--width_patience=0"}), d.path);
+  INFO(first.err);
+  REQUIRE(first.code == 0);
+  REQUIRE(cell_files(out) == 2);
+  const Csv c = parse_csv(slurp(out / "long_range_recall.csv"));
+  REQUIRE(c.rows.size() == 2);
+  for (std::size_t i = 0; i < c.rows.size(); ++i) {
+    INFO("width " << c.at(i, "width"));
+    if (c.at(i, "width") == "4") {
+      CHECK(c.at(i, "steps") == "6");
+      CHECK(c.at(i, "steps_done") == "6");  // no early stopping (patience 1 would have stopped it)
+      CHECK(c.at(i, "stop_reason") == "max_steps");
+    } else {
+      CHECK(c.at(i, "steps") == "4");
+    }
+  }
+  // The width cell is the cell of a run with --steps=6 --patience=0: reused, nothing recomputed;
+  // the width-0 cell does not read the keys: other values keep it.
+  auto plain = tiny(ini, out, {"--task=mqar", "--model=lstm", "--length=8", "--width_length=8", "--seeds=1",
+                               "--steps=6", "--patience=0", "--min_delta=0.5", "--solved_loss=0",
+                               "--log_every=1", "--width=4", "--status"});
+  const Run same = run(plain, d.path);
+  INFO(same.err);
+  CHECK(same.code == 0);
+  CHECK_THAT(same.out, Catch::Contains("0 done"));
+  const Run other = run(with({"--width=0,4", "--width_steps=5", "--status"}), d.path);
+  CHECK(other.code == 0);
+  CHECK_THAT(other.out, Catch::Contains("0 done") && Catch::Contains("1 missing"));
 }

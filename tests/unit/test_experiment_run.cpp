@@ -390,6 +390,15 @@ TEST_CASE("resolve sets a cell's keys: it is the cell of a run with those values
   CHECK(bad.code == 2);
   CHECK_THAT(bad.err, Catch::Contains("x: invalid value '-1'") && Catch::Contains("derives for the cell n=1 seed=0"));
   CHECK(bad.out.empty());
+  // A cross-key bound that resolve lowered for one cell names that cell.
+  spec.options.push_back(int_option("cap", 10, "1", "a bound").at_least(0).at_most(100));
+  spec.options.push_back(int_option("m", 1, "1", "at most cap").at_least(0).at_most(100).at_most_key("cap"));
+  spec.resolve = [](Cell& c) {
+    if (c.get_int("n") == 2) c.params.set("cap", std::int64_t{0});
+  };
+  bad = run(spec, listing);
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("m: invalid value '1': expected an integer <= cap (0) of the cell n=2 seed=0"));
 }
 
 TEST_CASE("a cell stored before a key was declared unread is reused under its new fingerprint", "[experiment][run]") {

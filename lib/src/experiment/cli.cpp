@@ -368,9 +368,14 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
         continue;
       }
       if (c.params.get_real(k.key) <= c.params.get_real(k.max_key)) continue;
+      // A bound that resolve set for this cell: say whose it is.
+      const bool derived = format_value(inv.values.at(k.max_key).at(0)) != c.params.text(k.max_key);
       throw ConfigError(k.key + ": invalid value '" + c.params.text(k.key) + "': expected " +
                         (k.type == ValueType::Int ? "an integer" : "a real") + " <= " + k.max_key +
-                        " (" + c.params.text(k.max_key) + ")");
+                        " (" + c.params.text(k.max_key) + ")" +
+                        (derived ? " of the cell " + c.label() + ", whose " + k.max_key + " " + spec.name +
+                                       " derives from its other keys (see its README)"
+                                 : std::string()));
     }
   }
   if (spec.validate) {
