@@ -1243,14 +1243,15 @@ def converged_floor_fails(v, curve, width):
     """A Transformer 'solves P' part v at `width` given the convergence state of its runs
     (curve_state): at the floor with flat curves, the model did not learn the task and will not
     with more updates, which for a claim about the model's own level ('attention solves it at
-    every width') is the failure itself, not a design at its floor; so FLOOR + 'flat' -> FAILS.
-    Any other v is returned as it is (a floor with curves still moving stays undecided)."""
+    every width') is the failure itself, not a design at its floor; so FLOOR + 'flat' -> FAILS,
+    its floor check n.a. (the level is the claim's, not an artifact). Any other v is returned as
+    it is (a floor with curves still moving stays undecided)."""
     if v.kind != sv.FLOOR or curve != "flat":
         return v
     return sv.Verdict(sv.FAILS, f"the Transformer ends at the key-agnostic level at width {width} with its training "
                       f"curves flat: it did not learn the task and the claim is about its own level, so this is "
                       f"the claim failing there, not a floor of the design ({v.reason})",
-                      test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
+                      test=v.test, effect=v.effect, margin=v.margin, checks=dict(v.checks, floor="n.a."))
 
 
 def width_verdict(data):
