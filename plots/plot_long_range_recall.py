@@ -1239,18 +1239,26 @@ def pooled_state(states):
     return None
 
 
-def converged_floor_fails(v, curve, width):
+def converged_floor_fails(v, curve, width, stuck, runs):
     """A Transformer 'solves P' part v at `width` given the convergence state of its runs
-    (curve_state): at the floor with flat curves, the model did not learn the task and will not
-    with more updates, which for a claim about the model's own level ('attention solves it at
-    every width') is the failure itself, not a design at its floor; so FLOOR + 'flat' -> FAILS,
-    its floor check n.a. (the level is the claim's, not an artifact). Any other v is returned as
-    it is (a floor with curves still moving stays undecided)."""
+    (curve_state) and how many of its `runs` never left the baseline plateau (`stuck`): at the
+    floor with flat curves after some run left the plateau, the model trained and did not learn
+    the task, which for a claim about its own level ('attention solves it at every width') is the
+    failure itself, not a design at its floor: FAILS, its floor check n.a. With every run on the
+    plateau it never trained at the rate used, and runs that never trained do not decide what
+    attention can learn: inconclusive (not trained). Any other v is returned as it is (a floor
+    with curves still moving stays undecided)."""
     if v.kind != sv.FLOOR or curve != "flat":
         return v
+    if stuck == runs:
+        return sv.Verdict(sv.INCONCLUSIVE, f"not trained: every run ({stuck} of {runs}) stayed on the baseline "
+                          f"plateau at width {width} at the rate used, its curves flat; runs that never left it do "
+                          f"not decide what attention can learn ({v.reason})",
+                          test=v.test, effect=v.effect, margin=v.margin, checks=v.checks)
     return sv.Verdict(sv.FAILS, f"the Transformer ends at the key-agnostic level at width {width} with its training "
-                      f"curves flat: it did not learn the task and the claim is about its own level, so this is "
-                      f"the claim failing there, not a floor of the design ({v.reason})",
+                      f"curves flat after leaving the baseline plateau in {runs - stuck} of {runs} runs: it did not "
+                      f"learn the task and the claim is about its own level, so this is the claim failing there, "
+                      f"not a floor of the design ({v.reason})",
                       test=v.test, effect=v.effect, margin=v.margin, checks=dict(v.checks, floor="n.a."))
 
 
@@ -1299,7 +1307,8 @@ def width_verdict(data):
             v = plateau_effect(v, "Transformer", counts, {}, prefix="width ")
             runs = [r for r in data.wmain if r["model"] == "transformer_decoder" and int(r["width"]) == w]
             v = not_trained(v, [int(r["seed"]) for r in runs if on_plateau(r)], vals, pairs[-1])
-            v = converged_floor_fails(v, state("transformer_decoder", w), w)
+            v = converged_floor_fails(v, state("transformer_decoder", w), w,
+                                      sum(on_plateau(r) for r in runs), len(runs))
             parts.append((f"Transformer solves P = {pairs[-1]} at width {w}", cens(v, wlab("transformer_decoder", [w]))))
     # The widths at which every Transformer run left its baseline plateau: there the comparator
     # trained, so a gap that grows with the pairs is the recurrent model's (chosen by the
@@ -1339,7 +1348,7 @@ def width_verdict(data):
              f"widths of each width's slope), Transformer − model, above +{SLOPE_MARGIN:g} per doubling (its gap "
              f"to attention grows with the pairs), and (b) at the largest P the per-seed slope of skill against log2 width above "
              f"+{SLOPE_MARGIN:g} per doubling (width helps); ceiling / floor when the model's skill is within "
-             f"{LEVEL_MARGIN:g} of 1 / 0 at every point compared (the Transformer: at every P at that width, which with its curves flat at the end is its part failing, not a floor); a run "
+             f"{LEVEL_MARGIN:g} of 1 / 0 at every point compared (the Transformer: at every P at that width; with its curves flat at the end its part fails if a run left the baseline plateau, and is not trained, inconclusive, if none did); a run "
              f"that {PLATEAU_RULE}: a model on it in every run at every width compared is at the floor, the "
              "Transformer on it in any run makes a decided comparison with it inconclusive (and its own 'solves' "
              "part too where the interval says fails but every run that left the plateau solves it); a compared arm's pilot "
