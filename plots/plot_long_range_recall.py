@@ -1239,7 +1239,7 @@ def pooled_state(states):
     return None
 
 
-def converged_floor_fails(v, curve, width, stuck, runs):
+def flat_floor(v, curve, width, stuck, runs):
     """A Transformer 'solves P' part v at `width` given the convergence state of its runs
     (curve_state) and how many of its `runs` never left the baseline plateau (`stuck`): at the
     floor with flat curves after some run left the plateau, the model trained and did not learn
@@ -1306,9 +1306,9 @@ def width_verdict(data):
             counts = plat("transformer_decoder", [w])
             v = plateau_effect(v, "Transformer", counts, {}, prefix="width ")
             runs = [r for r in data.wmain if r["model"] == "transformer_decoder" and int(r["width"]) == w]
-            v = not_trained(v, [int(r["seed"]) for r in runs if on_plateau(r)], vals, pairs[-1])
-            v = converged_floor_fails(v, state("transformer_decoder", w), w,
-                                      sum(on_plateau(r) for r in runs), len(runs))
+            stuck = [int(r["seed"]) for r in runs if on_plateau(r)]
+            v = not_trained(v, stuck, vals, pairs[-1])
+            v = flat_floor(v, state("transformer_decoder", w), w, len(stuck), len(runs))
             parts.append((f"Transformer solves P = {pairs[-1]} at width {w}", cens(v, wlab("transformer_decoder", [w]))))
     # The widths at which every Transformer run left its baseline plateau: there the comparator
     # trained, so a gap that grows with the pairs is the recurrent model's (chosen by the
@@ -1318,7 +1318,7 @@ def width_verdict(data):
     for m in [x for x in RECURRENT if x in models]:
         w1 = widths[-1]
         if t_trained and len(pairs) >= 2:
-            ws = t_trained
+            ws = t_trained  # the widths this part reads
             e = ss.trend_difference(within_width_points(sk, "transformer_decoder", ws, pairs, data.seeds),
                                     within_width_points(sk, m, ws, pairs, data.seeds),
                                     what=f"slope(Transformer) − slope({LABELS[m]}) of skill per doubling of P, "

@@ -63,6 +63,13 @@ std::vector<std::string> tiny(const fs::path& ini, const fs::path& out, std::vec
   return a;
 }
 
+/// tiny() with the keys `common`, then `extra`.
+std::vector<std::string> tiny(const fs::path& ini, const fs::path& out, std::vector<std::string> common,
+                              const std::vector<std::string>& extra) {
+  common.insert(common.end(), extra.begin(), extra.end());
+  return tiny(ini, out, std::move(common));
+}
+
 std::size_t cell_files(const fs::path& out) {
   std::size_t n = 0;
   std::error_code ec;
@@ -630,11 +637,7 @@ TEST_CASE("long_range_recall trains the _long arms without early stopping and ke
   const std::vector<std::string> common = {"--task=adding", "--length=8,16", "--seeds=1", "--steps=4",
                                            "--pilot_steps=2", "--lr_grid=0.001 0.01", "--patience=1",
                                            "--min_delta=0.5", "--solved_loss=0", "--log_every=1"};
-  auto with = [&](std::vector<std::string> extra) {
-    auto a = common;
-    a.insert(a.end(), extra.begin(), extra.end());
-    return tiny(ini, out, a);
-  };
+  auto with = [&](const std::vector<std::string>& extra) { return tiny(ini, out, common, extra); };
   const Run first = run(with({"--model=lstm"}), d.path);
   INFO(first.err);
   REQUIRE(first.code == 0);
@@ -684,15 +687,12 @@ TEST_CASE("long_range_recall trains the width study for width_steps with width_p
   TempDir d;
   const fs::path ini = tiny_ini(d.path);
   const fs::path out = d.path / "res";
-  const std::vector<std::string> common = {"--task=mqar", "--model=lstm", "--length=8", "--width_length=8",
-                                           "--seeds=1", "--steps=4", "--patience=1", "--min_delta=0.5",
-                                           "--solved_loss=0", "--log_every=1"};
-  auto with = [&](std::vector<std::string> extra) {
-    auto a = common;
-    a.insert(a.end(), extra.begin(), extra.end());
-    return tiny(ini, out, a);
-  };
-  const Run first = run(with({"--width=0,4", "--width_steps=6", "--width_patience=0"}), d.path);
+  // The keys of every run below but the budget (steps, patience) and the widths.
+  const std::vector<std::string> common = {"--task=mqar", "--model=lstm", "--length=8", "--width_length=8", "--seeds=1",
+                                     "--min_delta=0.5", "--solved_loss=0", "--log_every=1"};
+  auto with = [&](const std::vector<std::string>& extra) { return tiny(ini, out, common, extra); };
+  const Run first = run(with({"--steps=4", "--patience=1", "--width=0,4", "--width_steps=6", "--width_patience=0"}),
+                        d.path);
   INFO(first.err);
   REQUIRE(first.code == 0);
   REQUIRE(cell_files(out) == 2);
@@ -710,14 +710,11 @@ TEST_CASE("long_range_recall trains the width study for width_steps with width_p
   }
   // The width cell is the cell of a run with --steps=6 --patience=0: reused, nothing recomputed;
   // the width-0 cell does not read the keys: other values keep it.
-  auto plain = tiny(ini, out, {"--task=mqar", "--model=lstm", "--length=8", "--width_length=8", "--seeds=1",
-                               "--steps=6", "--patience=0", "--min_delta=0.5", "--solved_loss=0",
-                               "--log_every=1", "--width=4", "--status"});
-  const Run same = run(plain, d.path);
+  const Run same = run(with({"--steps=6", "--patience=0", "--width=4", "--status"}), d.path);
   INFO(same.err);
   CHECK(same.code == 0);
   CHECK_THAT(same.out, Catch::Contains("0 done"));
-  const Run other = run(with({"--width=0,4", "--width_steps=5", "--status"}), d.path);
+  const Run other = run(with({"--steps=4", "--patience=1", "--width=0,4", "--width_steps=5", "--status"}), d.path);
   CHECK(other.code == 0);
   CHECK_THAT(other.out, Catch::Contains("0 done") && Catch::Contains("1 missing"));
 }

@@ -322,18 +322,19 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
     for (auto& c : inv.cells) {
       const std::vector<std::pair<std::string, Value>> before = c.params.entries();
       spec.resolve(c);
+      // Params::set replaces a key's value in place and appends a new key: compare by position.
       const auto& after = c.params.entries();
-      for (const auto& [key, v] : after) {
-        const auto it = std::find_if(spec.options.begin(), spec.options.end(),
-                                     [&](const OptionSpec& o) { return o.key == key; });
-        const auto old = std::find_if(before.begin(), before.end(), [&](const auto& e) { return e.first == key; });
-        if (it == spec.options.end() || old == before.end())
-          throw std::logic_error(spec.name + ": resolve set '" + key + "', not a declared key");
-        if (old->second == v) continue;
-        if (it->sweep || old->second.index() != v.index())
+      if (after.size() != before.size())
+        throw std::logic_error(spec.name + ": resolve set '" + after[before.size()].first + "', not a declared key");
+      for (std::size_t i = 0; i < after.size(); ++i) {
+        const auto& [key, v] = after[i];
+        if (before[i].second == v) continue;
+        const OptionSpec& o = *std::find_if(spec.options.begin(), spec.options.end(),
+                                            [&](const OptionSpec& x) { return x.key == key; });
+        if (o.sweep || before[i].second.index() != v.index())
           throw std::logic_error(spec.name + ": resolve changed '" + key + "', " +
-                                 (it->sweep ? "a sweep key" : "to a value of another type"));
-        it->check(v, format_value(v), "the value " + spec.name + " derives for the cell " + c.label());
+                                 (o.sweep ? "a sweep key" : "to a value of another type"));
+        o.check(v, format_value(v), "the value " + spec.name + " derives for the cell " + c.label());
       }
     }
   }
