@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <limits>
 #include <sstream>
 
@@ -108,6 +109,9 @@ PilotResult lr_pilot(const Cell& cell, const std::function<double(double lr)>& t
           p.val_loss.push_back(v.is_null() ? std::numeric_limits<double>::infinity() : v.get<double>());
         p.all_diverged = j.at("all_diverged").get<bool>();
         p.from_cache = true;
+        if (!cell.quiet)
+          std::cerr << "note: " << cell.label() << ": learning-rate pilot read from '" << file.string()
+                    << "' (lr " << format_real(p.lr) << "); its trials are not trained again" << std::endl;
         return p;
       }
     } catch (const std::exception&) {  // unreadable or another layout: computed again below

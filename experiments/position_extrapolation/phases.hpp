@@ -67,7 +67,8 @@ std::vector<double> lr_grid_of(const Cell& cell);
 int pilot_steps_of(const Cell& cell);
 
 /// The arm's learning rate (file comment). trial(lr) trains a fresh model and returns its
-/// validation loss; it runs only when the cache holds no result for this arm.
+/// validation loss; it runs only when the cache holds no result for this arm. A cached result
+/// prints a note to stderr unless the cell is quiet ("learning-rate pilot read from '<file>'").
 PilotResult lr_pilot(const Cell& cell, const std::function<double(double lr)>& trial);
 
 /// "0.001:1.52;0.002:1.49" for the main table.

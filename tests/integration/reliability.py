@@ -266,20 +266,38 @@ def checkpoint_checks(binary, name, tmp):
                   f"{name}: checkpoint test: {f} is a whole checkpoint after the {what} kill")
         return files
 
+    def pilot_newest(files):
+        # A saved learning-rate pilot (<out>/pilots, position_extrapolation) newer than every
+        # checkpoint means the kill landed after the pilot's result was written and before the next
+        # phase's first checkpoint: the next run reads the pilot and starts that phase at step 0.
+        # Taken right after the kill, before the next run writes anything.
+        pilots = os.path.join(out, "pilots")
+        times = [os.stat(os.path.join(pilots, f)).st_mtime_ns for f in os.listdir(pilots)
+                 if f.endswith(".json")] if os.path.isdir(pilots) else []
+        return bool(times) and max(times) >= max((v[2] for v in files.values()), default=0)
+
+    def check_resumed(err, from_pilot, what):
+        if from_pilot:
+            check("pilot read from" in err, f"{name}: checkpoint test: the {what} run read the saved pilot (stderr {err[-400:]})")
+        else:
+            check("resumed from checkpoint" in err, f"{name}: checkpoint test: the {what} run resumed (stderr {err[-400:]})")
+
     landed, _ = run_until(cmd + ["--quiet"], lambda: bool(checkpoint_state(ckdir)))
     check(landed, f"{name}: checkpoint test: killed after the first checkpoint appeared, before the cell ended (uninterrupted run: {t_ref:.2f} s)")
     first = after_kill("first")
+    first_pilot = pilot_newest(first)
     st = subprocess.run([binary, "--scale", "tiny", *args, "--out", out, "--status"],
                         capture_output=True, text=True)
     check(st.returncode == 0 and " partial " in st.stdout,
           f"{name}: checkpoint test: --status says partial after the kill (got {st.stdout.strip()!r})")
     landed, err = run_until(cmd, lambda: any(v != first.get(k) for k, v in checkpoint_state(ckdir).items()))
     check(landed, f"{name}: checkpoint test: second run killed after a newer checkpoint was saved")
-    check("resumed from checkpoint" in err, f"{name}: checkpoint test: the second run resumed (stderr {err[-400:]})")
-    after_kill("second")
+    check_resumed(err, first_pilot, "second")
+    second = after_kill("second")
+    second_pilot = pilot_newest(second)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     check(r.returncode == 0, f"{name}: checkpoint test: final run exits 0 (stderr {r.stderr[-400:]})")
-    check("resumed from checkpoint" in r.stderr, f"{name}: checkpoint test: the final run resumed (stderr {r.stderr[-400:]})")
+    check_resumed(r.stderr, second_pilot, "final")
     if r.returncode == 0:
         got = tables(out, name)
         for f, text in want.items():
