@@ -319,6 +319,8 @@ def render(res, quick_dir=None, runs=None):
     out.append("## Machine and build")
     out.append("")
     if any_meta:
+        out += ["The machine and build that merged the runs (the first experiment's meta.json); the "
+                "commits and CPUs that computed the merged cells follow the table.", ""]
         mach, build, blas = any_meta.get("machine", {}), any_meta.get("build", {}), any_meta.get("blas", {})
         out += [
             f"- CPU: {mach.get('cpu_model', '?')}, {mach.get('cores', '?')} cores, host `{mach.get('host', '?')}`",
