@@ -193,16 +193,22 @@ def scale_label(run, fallback):
 
 
 def cells_provenance(meta):
-    """'N commits; CPU a (k cells), b (m cells), not recorded (j cells)' of the cells a run merged
-    (meta.json's cells_git_commits and each cell's cpu_model), or '' where meta.json has neither."""
+    """'N commits (d cells from a build with uncommitted changes); CPU a (k cells), b (m cells), not
+    recorded (j cells)' of the cells a run merged (meta.json's cells_git_commits and each cell's
+    git_dirty and cpu_model), or '' where meta.json has neither. A merge records its own commit and
+    machine at the top of meta.json; these say where the cells themselves were computed."""
     commits = meta.get("cells_git_commits") or []
     cpus = {}
+    dirty = 0
     for c in meta.get("cells") or []:
         key = str(c.get("cpu_model") or "") or "not recorded"
         cpus[key] = cpus.get(key, 0) + 1
+        dirty += 1 if c.get("git_dirty") else 0
     parts = []
     if commits:
-        parts.append(f"{len(commits)} commit{'s' if len(commits) != 1 else ''}")
+        parts.append(f"{len(commits)} commit{'s' if len(commits) != 1 else ''}"
+                     + (f" ({dirty} cell{'s' if dirty != 1 else ''} from a build with uncommitted changes)"
+                        if dirty else ""))
     if cpus:
         parts.append("CPU " + ", ".join(f"{k} ({n} cells)" for k, n in sorted(cpus.items())))
     return "; ".join(parts)

@@ -999,10 +999,15 @@ def sign_row(fresh, keys, ref, idx, arms, t, where):
 
 def heads_rows(idx, arms, seeds, fresh=None):
     out = []
-    for rest, by_h in sorted(groups(idx, 3).items(), key=lambda kv: (task_rank(kv[0][0]), kv[0])):
+    studies = [(rest, by_h) for rest, by_h in sorted(groups(idx, 3).items(), key=lambda kv: (task_rank(kv[0][0]), kv[0]))
+               if rest[2] == "separate" and 1 in by_h and len(by_h) >= 2]
+    # Two head-count studies of one task and architecture (at two widths) are named by their d_model,
+    # so that each row's claim text is its own (the report matches rows across scales by it).
+    per_task = {}
+    for rest, by_h in studies:
+        per_task[rest[:2]] = per_task.get(rest[:2], 0) + 1
+    for rest, by_h in studies:
         t, a, q, ov = rest
-        if q != "separate" or 1 not in by_h or len(by_h) < 2:
-            continue
         hs = sorted(by_h)
         d_model = arms.first(by_h[1])["d_model"]
         ref = ref_heads(hs, d_model)
@@ -1011,13 +1016,15 @@ def heads_rows(idx, arms, seeds, fresh=None):
         col, _, _, _ = metric(t)
         v = arms.compare(by_h[ref], by_h[1], sv.GREATER, f"{ref} heads", "1 head")
         per_h = "; ".join(f"{h} heads (d_k {int(d_model) // h}): {arm_summary(idx[by_h[h]], t)}" for h in hs)
+        where = f"{TASK_LABEL.get(t, t)}, {ARCH_LABEL.get(a, a)}" + (
+            f", d_model {int(d_model)}" if per_task[(t, a)] > 1 else "")
         out.append(v.row(
-            claim=f"Several heads beat one at fixed d_model ({TASK_LABEL.get(t, t)}, {ARCH_LABEL.get(a, a)})",
+            claim=f"Several heads beat one at fixed d_model ({where})",
             measured=f"at {size_text(arms.first(by_h[1]), ov)}: {per_h}; {ref} heads vs 1, "
                      f"{arms.speed(by_h[ref], by_h[1])} ({seeds} seeds; the learning rate chosen per head count)",
             anchor=ANCHOR_HEADS,
             rule=f"{ref} heads (head size 16, else the largest count <= 8) vs 1: " + rule(sv.GREATER, t)))
-        srow = sign_row(fresh or {}, by_h, ref, idx, arms, t, f"{TASK_LABEL.get(t, t)}, {ARCH_LABEL.get(a, a)}")
+        srow = sign_row(fresh or {}, by_h, ref, idx, arms, t, where)
         if srow:
             out.append(srow)
     return out

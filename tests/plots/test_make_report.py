@@ -328,6 +328,10 @@ def main():
     prov = make_report.cells_provenance({"cells_git_commits": ["a", "b"], "cells": [
         {"cpu_model": "X"}, {"cpu_model": "X"}, {"cpu_model": ""}, {}]})
     check(prov == "2 commits; CPU X (2 cells), not recorded (2 cells)", f"cells_provenance: {prov!r}")
+    prov = make_report.cells_provenance({"cells_git_commits": ["a"], "cells": [
+        {"cpu_model": "X", "git_dirty": True}, {"cpu_model": "X", "git_dirty": False}]})
+    check(prov == "1 commit (1 cell from a build with uncommitted changes); CPU X (2 cells)",
+          f"cells_provenance counts the cells of a dirty build: {prov!r}")
     check(make_report.cells_provenance({}) == "", "cells_provenance without the keys: ''")
     names = with_verdicts()
     with tempfile.TemporaryDirectory() as tmp:
