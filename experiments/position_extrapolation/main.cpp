@@ -399,7 +399,8 @@ int main(int argc, char** argv) {
                    "reports rope_pi and rope_ntk (the CSVs' positional_encoding column)")
           .one_of(positional_encoding_names()),
       int_option("L_train", 16, "tokens", "training length (rows / windows of exactly this length)").at_least(2).at_most(65536),
-      int_list_option("eval_ratios", "1 2 4 8", "1", "evaluate at r*L_train for each r (increasing, first 1)"),
+      int_list_option("eval_ratios", "1 2 4 8", "1", "evaluate at r*L_train for each r (increasing, first 1)")
+          .at_least(1).at_most(64),
       int_option("learned_max_len", 0, "tokens", "learned only: table rows; 0 = the longest evaluation length")
           .at_least(0).at_most(1 << 20),
       int_option("d_model", 32, "units", "model width").at_least(2).at_most(8192),

@@ -511,6 +511,10 @@ TEST_CASE("position_extrapolation rejects bad input with exit 2 and writes nothi
       {{"--copy_lag=9"}, {"copy_lag", "'9'", "L_train / 2"}},
       {{"--sliding_stride=16"}, {"sliding_stride", "'16'"}},
       {{"--eval_ratios=2 4"}, {"eval_ratios", "starting with 1"}},
+      // Each element is checked before the list is read as lengths (a negative one once wrapped
+      // around to a huge seq_len that the message named instead).
+      {{"--eval_ratios=1 -2"}, {"eval_ratios", "'-2'"}},
+      {{"--eval_ratios=1 99999999999"}, {"eval_ratios", "99999999999"}},
       {{"--task=mqar", "--mqar_n_queries=3"}, {"n_queries"}},
       {{"--task=mqar", "--mqar_n_pairs=5", "--mqar_n_queries=4", "--mqar_n_keys=8"}, {"seq_len"}},
       {{"--task=text", "--corpus=/nonexistent/text.txt"}, {"corpus", "/nonexistent/text.txt"}},

@@ -140,7 +140,7 @@ TEST_CASE("list keys check every element and read back typed", "[experiment][opt
   CHECK(models.default_text() == "none");
   CHECK(std::get<std::string>(models.defaults.at(0)).empty());
   CHECK(std::get<std::string>(models.parse("none", "x").at(0)).empty());
-  CHECK(models.allowed() == "a space-separated list of distinct values from lstm|gru, or 'none' for none");
+  CHECK(models.allowed() == "a space-separated list of distinct values from lstm|gru, or 'none' (the empty list)");
   CHECK_NOTHROW(models.check(models.defaults.at(0), "none", "x"));
 
   Params p;

@@ -189,7 +189,7 @@ std::string OptionSpec::allowed() const {
     const std::string comma = "a comma-separated list of ";
     if (a.rfind(comma, 0) == 0) a = a.substr(comma.size());
     return "a space-separated list of distinct " + a +
-           (empty_word.empty() ? std::string() : ", or '" + empty_word + "' for none");
+           (empty_word.empty() ? std::string() : ", or '" + empty_word + "' (the empty list)");
   }
   std::string noun;
   if (type == ValueType::String) {
