@@ -624,6 +624,8 @@ TEST_CASE("bad input exits 2 with one message and writes nothing", "[experiment]
       {{"--lr=3"}, {"unknown key '--lr'"}},
       {{"--n=1", "--n=2"}, {"'--n'"}},
       {{"stray"}, {"unexpected argument 'stray'"}},
+      // A key without its value leaves the next value over; the message names what it followed.
+      {{"--n", "--out", out}, {"unexpected argument '" + out + "'", "after '--out', which '--n' took as its value", "attached with '='"}},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args;
@@ -646,6 +648,23 @@ TEST_CASE("bad input exits 2 with one message and writes nothing", "[experiment]
   r = run(toy_spec(), {"--config", bad_ini.string(), "--out", out});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("unknown key 'foo'") && Catch::Contains("bad.ini"));
+  // A line without '=', a key set twice, a section header: each named with what is allowed.
+  const auto no_eq = write_ini(d.path, "noeq.ini", "n 1\n");
+  r = run(toy_spec(), {"--config", no_eq.string(), "--out", out});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("noeq.ini") && Catch::Contains("'n 1'") &&
+                        Catch::Contains("expected `key = value` lines"));
+  const auto twice = write_ini(d.path, "twice.ini", "n = 1\nn = 2\n");
+  r = run(toy_spec(), {"--config", twice.string(), "--out", out});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("twice.ini: key 'n' is set on more than one line") &&
+                        Catch::Contains("at most once"));
+  const auto section = write_ini(d.path, "section.ini", "[run]\nn = 1\n");
+  r = run(toy_spec(), {"--config", section.string(), "--out", out});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("unknown key 'run.n'") && Catch::Contains("[run] section header") &&
+                        Catch::Contains("no sections"));
+  CHECK(count_lines(r.err) == 1);
   r = run(toy_spec(), {"--config", ini.string(), "--scale", "quick", "--out", out});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("--config and --scale"));

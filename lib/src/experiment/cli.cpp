@@ -192,9 +192,19 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
     throw ConfigError(std::string(e.what()) + " (from the command line; see --help)");
   }
   if (vm.count("positional-arguments")) {
-    throw ConfigError("unexpected argument '" +
-                      vm["positional-arguments"].as<std::vector<std::string>>().front() +
-                      "' (from the command line): expected --key=value options (see --help)");
+    const std::string arg = vm["positional-arguments"].as<std::vector<std::string>>().front();
+    // Name what came before it: `--steps --out DIR` leaves DIR over, and the key to fix is --steps.
+    std::string after;
+    for (int i = argc - 1; i >= 2; --i)
+      if (arg == argv[i]) {
+        const std::string prev = argv[i - 1], before = i >= 3 ? argv[i - 2] : "";
+        after = ", after '" + prev + "'";
+        if (prev.rfind("--", 0) == 0 && before.rfind("--", 0) == 0 && before.find('=') == std::string::npos)
+          after += ", which '" + before + "' took as its value";
+        break;
+      }
+    throw ConfigError("unexpected argument '" + arg + "' (from the command line" + after +
+                      "): expected --key=value options, each value attached with '=' (see --help)");
   }
   inv.help = vm["help"].as<bool>();
   if (inv.help) return inv;
@@ -259,8 +269,22 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
     try {
       po::store(po::parse_config_file(in, key_desc, false), vm);
     } catch (const po::unknown_option& e) {
-      throw ConfigError("unknown key '" + e.get_option_name() + "' (from " + inv.config_path +
-                        "): " + allowed_keys);
+      const std::string key = e.get_option_name();
+      const auto dot = key.find('.');
+      throw ConfigError("unknown key '" + key + "' (from " + inv.config_path + "): " +
+                        (dot == std::string::npos
+                             ? allowed_keys
+                             : "a [" + key.substr(0, dot) +
+                                   "] section header precedes it; config files have no sections, "
+                                   "only `key = value` lines ('#' comments)"));
+    } catch (const po::invalid_config_file_syntax& e) {
+      throw ConfigError(inv.config_path + ": " + e.what() +
+                        "; expected `key = value` lines ('#' starts a comment)");
+    } catch (const po::multiple_occurrences& e) {
+      std::string key = e.get_option_name();
+      while (!key.empty() && key.front() == '-') key.erase(0, 1);
+      throw ConfigError(inv.config_path + ": key '" + key +
+                        "' is set on more than one line; expected each key at most once");
     } catch (const po::error& e) {
       throw ConfigError(inv.config_path + ": " + e.what());
     }
