@@ -9,7 +9,13 @@
 #include <cstring>
 #include <iostream>
 #include <stdexcept>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 // OpenBLAS's own API, declared here because its cblas.h clashes with xtensor-blas's declarations.
 extern "C" {
@@ -79,6 +85,125 @@ void ensure_blas_kernels(const char* const* argv) {
   std::cerr << "seqlab: could not run again with OPENBLAS_CORETYPE=" << core << " (" << std::strerror(err)
             << "); continuing with OpenBLAS's " << blas_core() << " kernels" << std::endl;
 }
+
+namespace {
+
+thread_local bool in_pool_worker = false;
+
+// The workers behind parallel_ranges (threads.hpp), started on first use and kept for the process:
+// starting and joining std::threads for every call cost a training update of the TCN cell about
+// 85 thread starts (bench_cells, 2 threads; each with a fresh stack to fault in). One call holds
+// the pool at a time (try_claim); a call made while it is held (from inside a range, or from
+// another thread) starts threads of its own as before. The caller runs range 0 and then takes
+// any range no worker has taken yet, so a slow wake-up never delays the call by more than the
+// ranges themselves. Which thread runs a range does not change what it computes.
+class RangePool {
+ public:
+  RangePool() = default;
+  RangePool(const RangePool&) = delete;
+  RangePool& operator=(const RangePool&) = delete;
+
+  bool try_claim() {
+    bool expected = false;
+    return !in_pool_worker && busy_.compare_exchange_strong(expected, true, std::memory_order_acquire);
+  }
+  void release() { busy_.store(false, std::memory_order_release); }
+
+  // Pre: claimed. Runs range(w) for w < p; returns when all have returned.
+  void run(std::size_t p, const std::function<void(std::size_t)>& range) {
+    while (workers_ < p - 1) {
+      std::thread([this] { loop(); }).detach();
+      ++workers_;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = &range;
+      parts_ = p;
+      next_ = 1;
+      left_ = p - 1;
+      ++generation_;
+    }
+    work_.notify_all();
+    range(0);
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (next_ < parts_) {
+      const std::size_t w = next_++;
+      lock.unlock();
+      range(w);
+      lock.lock();
+      --left_;
+    }
+    done_.wait(lock, [this] { return left_ == 0; });
+    job_ = nullptr;
+  }
+
+ private:
+  void loop() {
+    in_pool_worker = true;
+    std::uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      work_.wait(lock, [&] { return generation_ != seen && job_ != nullptr; });
+      seen = generation_;
+      while (job_ != nullptr && next_ < parts_) {
+        const std::size_t w = next_++;
+        const std::function<void(std::size_t)>* job = job_;
+        lock.unlock();
+        (*job)(w);
+        lock.lock();
+        if (--left_ == 0) done_.notify_one();
+      }
+    }
+  }
+
+  std::atomic<bool> busy_{false};
+  std::mutex mutex_;
+  std::condition_variable work_, done_;
+  std::size_t workers_ = 0;  // detached threads in loop(), started by run() (the caller holds the claim)
+  const std::function<void(std::size_t)>* job_ = nullptr;
+  std::size_t parts_ = 0, next_ = 0, left_ = 0;
+  std::uint64_t generation_ = 0;
+};
+
+// Never destroyed, and its workers are detached: they sleep in loop() until the process ends, so
+// no exit path (exit() in a forked child included, where the workers do not exist) joins them.
+// In a forked child the caller runs every range itself (run() takes those no worker took).
+RangePool& range_pool() {
+  static RangePool* const pool = new RangePool();
+  return *pool;
+}
+
+}  // namespace
+
+namespace detail {
+
+void run_ranges(std::size_t p, const std::function<void(std::size_t)>& range) {
+  if (p <= 1) {
+    range(0);
+    return;
+  }
+  RangePool& pool = range_pool();
+  if (pool.try_claim()) {
+    struct Release {
+      RangePool& pool;
+      ~Release() { pool.release(); }
+    } release{pool};
+    pool.run(p, range);
+    return;
+  }
+  std::vector<std::thread> threads;
+  threads.reserve(p - 1);
+  try {
+    for (std::size_t w = 1; w < p; ++w) threads.emplace_back(range, w);
+  } catch (...) {  // a thread could not start: join those that did before rethrowing
+    for (std::thread& t : threads) t.join();
+    throw;
+  }
+  range(0);
+  for (std::thread& t : threads) t.join();
+}
+
+}  // namespace detail
 
 std::size_t parallel_threads(std::size_t n, std::size_t grain) {
   const std::size_t budget = static_cast<std::size_t>(std::max(1, num_threads()));

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,7 +67,9 @@ std::size_t parallel_threads(std::size_t n, std::size_t grain);
 
 /// Runs body(begin, end, worker) over [0, n) split into parallel_threads(n, grain) contiguous
 /// ranges of near-equal size, range w = [n·w/P, n·(w+1)/P) on worker w < P (worker 0 is the calling
-/// thread; the others are std::threads started for this call and joined before it returns). With
+/// thread; the others are the threads of a pool kept for the process, or std::threads started
+/// for this call when the pool is in use: a call from inside a range, or from a second thread at
+/// the same time). It returns when every range has run. With
 /// P = 1 it is a plain call body(0, n, 0). For element-wise work between BLAS calls (the budget's
 /// cores are idle then); body must not call BLAS itself unless it sets `BlasThreadsScope one(1)`.
 /// Ranges must write disjoint memory; a result that sums over ranges should sum in an order that
@@ -77,6 +80,13 @@ void parallel_for(std::size_t n, std::size_t grain, Body&& body);
 
 /// parallel_for with the number of ranges p given (p >= 1; p = 1 is a plain call), for callers
 /// that size per-worker scratch first (MultiheadAttention's heads, p = parallel_threads(n, 1)).
+namespace detail {
+/// Runs range(w) for every w < p, range(0) on the calling thread, the others on the pool's workers
+/// (or on threads started for the call when the pool is in use); returns when all have returned.
+/// range must not throw (parallel_ranges catches inside it).
+void run_ranges(std::size_t p, const std::function<void(std::size_t)>& range);
+}  // namespace detail
+
 template <class Body>
 void parallel_ranges(std::size_t n, std::size_t p, Body&& body) {
   if (p <= 1) {
@@ -84,23 +94,14 @@ void parallel_ranges(std::size_t n, std::size_t p, Body&& body) {
     return;
   }
   std::vector<std::exception_ptr> errors(p);
-  const auto range = [&](std::size_t w) {
+  const std::function<void(std::size_t)> range = [&](std::size_t w) {
     try {
       body(n * w / p, n * (w + 1) / p, w);
     } catch (...) {
       errors[w] = std::current_exception();
     }
   };
-  std::vector<std::thread> pool;
-  pool.reserve(p - 1);
-  try {
-    for (std::size_t w = 1; w < p; ++w) pool.emplace_back(range, w);
-  } catch (...) {  // a thread could not start: join those that did before rethrowing
-    for (std::thread& t : pool) t.join();
-    throw;
-  }
-  range(0);
-  for (std::thread& t : pool) t.join();
+  detail::run_ranges(p, range);
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
 }
