@@ -6,6 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <stdexcept>
 #include <vector>
 
@@ -76,6 +79,55 @@ TEST_CASE("parallel_for rethrows a worker's exception after all workers joined",
                                  }),
                     "worker 2 failed");
   CHECK(finished == 2);
+}
+
+TEST_CASE("parallel_for from inside a range and from two threads at once covers every index once",
+          "[core][threads]") {
+  // The first call holds the worker pool; a call made meanwhile (nested, or from another thread)
+  // runs on threads of its own. Every index must still be visited once, in order of nothing.
+  BudgetGuard guard;
+  set_num_threads(3);
+  constexpr std::size_t kOuter = 6, kInner = 999;
+  std::vector<std::atomic<int>> seen(kOuter * kInner);
+  parallel_for(kOuter, 1, [&](std::size_t a, std::size_t b, std::size_t) {
+    for (std::size_t o = a; o < b; ++o)
+      parallel_for(kInner, 100, [&](std::size_t i0, std::size_t i1, std::size_t) {
+        for (std::size_t i = i0; i < i1; ++i) seen[o * kInner + i] += 1;
+      });
+  });
+  for (std::size_t i = 0; i < seen.size(); ++i) REQUIRE(seen[i] == 1);
+
+  std::vector<std::atomic<int>> counts(2 * 100000);
+  auto many = [&](std::size_t half) {
+    for (int rep = 0; rep < 200; ++rep)
+      parallel_for(100000, 1000, [&](std::size_t a, std::size_t b, std::size_t) {
+        for (std::size_t i = a; i < b; ++i) counts[half * 100000 + i] += 1;
+      });
+  };
+  std::thread other(many, 1);
+  many(0);
+  other.join();
+  for (std::size_t i = 0; i < counts.size(); ++i) REQUIRE(counts[i] == 200);
+}
+
+TEST_CASE("parallel_for runs its ranges on distinct threads, again on the next call", "[core][threads]") {
+  BudgetGuard guard;
+  set_num_threads(3);
+  for (int call = 0; call < 50; ++call) {
+    std::mutex m;
+    std::set<std::thread::id> ids;
+    // Each range waits until all three have started: the call can only return if they ran at
+    // the same time, on three threads (the calling one and two others).
+    std::atomic<int> started{0};
+    parallel_for(3, 1, [&](std::size_t, std::size_t, std::size_t) {
+      started += 1;
+      while (started.load() < 3) std::this_thread::yield();
+      std::lock_guard<std::mutex> lock(m);
+      ids.insert(std::this_thread::get_id());
+    });
+    REQUIRE(ids.size() == 3);
+    CHECK(ids.count(std::this_thread::get_id()) == 1);
+  }
 }
 
 TEST_CASE("LayerNorm forward and backward are bit-identical at thread budgets 1, 2, 3", "[nn][norm][threads]") {

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <stdexcept>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -120,8 +121,8 @@ class RangePool {
       job_ = &range;
       parts_ = p;
       next_ = 1;
-      left_ = p - 1;
-      ++generation_;
+      left_.store(p - 1);
+      generation_.store(generation_.load() + 1, std::memory_order_release);
     }
     work_.notify_all();
     range(0);
@@ -131,9 +132,14 @@ class RangePool {
       lock.unlock();
       range(w);
       lock.lock();
-      --left_;
+      left_.store(left_.load() - 1);
     }
-    done_.wait(lock, [this] { return left_ == 0; });
+    if (left_.load() != 0) {
+      lock.unlock();
+      spin_until([this] { return left_.load(std::memory_order_acquire) == 0; });
+      lock.lock();
+      done_.wait(lock, [this] { return left_.load() == 0; });
+    }
     job_ = nullptr;
   }
 
@@ -142,18 +148,44 @@ class RangePool {
     in_pool_worker = true;
     std::uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mutex_);
+    const auto ready = [&] { return generation_.load() != seen && job_ != nullptr; };
     for (;;) {
-      work_.wait(lock, [&] { return generation_ != seen && job_ != nullptr; });
-      seen = generation_;
+      if (!ready()) {
+        lock.unlock();
+        spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
+        lock.lock();
+        work_.wait(lock, ready);
+      }
+      seen = generation_.load();
       while (job_ != nullptr && next_ < parts_) {
         const std::size_t w = next_++;
         const std::function<void(std::size_t)>* job = job_;
         lock.unlock();
         (*job)(w);
         lock.lock();
-        if (--left_ == 0) done_.notify_one();
+        left_.store(left_.load() - 1);
+        if (left_.load() == 0) done_.notify_one();
       }
     }
+  }
+
+  // Polls done() for up to kSpin before the caller blocks on a condition variable: parallel
+  // regions come in bursts (one per layer and step), and a wake-up through the kernel costs more
+  // than most of their ranges. Bounded so that a spinning worker leaves the core to OpenBLAS's
+  // threads soon after a region ends.
+  template <class Done>
+  static void spin_until(Done&& done) {
+    constexpr auto kSpin = std::chrono::microseconds(20);
+    const auto start = std::chrono::steady_clock::now();
+    while (!done()) {
+      for (int i = 0; i < 16; ++i) pause();
+      if (std::chrono::steady_clock::now() - start > kSpin) return;
+    }
+  }
+  static void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
   }
 
   std::atomic<bool> busy_{false};
@@ -161,8 +193,10 @@ class RangePool {
   std::condition_variable work_, done_;
   std::size_t workers_ = 0;  // detached threads in loop(), started by run() (the caller holds the claim)
   const std::function<void(std::size_t)>* job_ = nullptr;
-  std::size_t parts_ = 0, next_ = 0, left_ = 0;
-  std::uint64_t generation_ = 0;
+  std::size_t parts_ = 0, next_ = 0;
+  // Changed only under mutex_; atomic so that spin_until can poll them without it.
+  std::atomic<std::size_t> left_{0};
+  std::atomic<std::uint64_t> generation_{0};
 };
 
 // Never destroyed, and its workers are detached: they sleep in loop() until the process ends, so
