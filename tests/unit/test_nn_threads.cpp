@@ -4,8 +4,11 @@
 // budgets 1, 2 and 3. (GEMM results may depend on OpenBLAS's partitioning; the values compared
 // here are the ones seqlab computes itself.) Also parallel_for's contract.
 #include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -128,6 +131,37 @@ TEST_CASE("parallel_for runs its ranges on distinct threads, again on the next c
     REQUIRE(ids.size() == 3);
     CHECK(ids.count(std::this_thread::get_id()) == 1);
   }
+}
+
+TEST_CASE("a forked child's parallel_for completes (it gets a fresh pool)", "[core][threads]") {
+  // Fork right after a call, while the pool's workers may still be on their way back to waiting:
+  // the child must not use the parent's mutex and condition variables (a broadcast there can wait
+  // forever for waiters that do not exist in the child). Each child has 10 s (SIGALRM) to finish.
+  BudgetGuard guard;
+  set_num_threads(3);
+  int hung = 0, failed = 0;
+  for (int rep = 0; rep < 40; ++rep) {
+    std::atomic<int> sum{0};
+    parallel_for(3, 1, [&](std::size_t a, std::size_t b, std::size_t) { sum += static_cast<int>(b - a); });
+    REQUIRE(sum == 3);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(rep);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      alarm(10);
+      std::atomic<int> n{0};
+      parallel_for(3000, 1, [&](std::size_t a, std::size_t b, std::size_t) { n += static_cast<int>(b - a); });
+      _exit(n == 3000 ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    if (WIFSIGNALED(status)) ++hung;
+    else if (WEXITSTATUS(status) != 0) ++failed;
+  }
+  CHECK(hung == 0);
+  CHECK(failed == 0);
 }
 
 TEST_CASE("LayerNorm forward and backward are bit-identical at thread budgets 1, 2, 3", "[nn][norm][threads]") {

@@ -1,5 +1,6 @@
 #include "seqlab/core/threads.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -112,9 +114,13 @@ class RangePool {
 
   // Pre: claimed. Runs range(w) for w < p; returns when all have returned.
   void run(std::size_t p, const std::function<void(std::size_t)>& range) {
-    while (workers_ < p - 1) {
-      std::thread([this] { loop(); }).detach();
-      ++workers_;
+    try {
+      while (workers_ < p - 1) {
+        std::thread([this] { loop(); }).detach();
+        ++workers_;
+      }
+    } catch (const std::system_error&) {
+      // No more threads (a process or system limit): the ranges no worker takes, the caller runs.
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -200,11 +206,19 @@ class RangePool {
 };
 
 // Never destroyed, and its workers are detached: they sleep in loop() until the process ends, so
-// no exit path (exit() in a forked child included, where the workers do not exist) joins them.
-// In a forked child the caller runs every range itself (run() takes those no worker took).
+// no exit path joins them. A forked child gets a fresh pool (the parent's is left as it was): the
+// parent's workers do not exist in the child, and its mutex and condition variables may have been
+// copied mid-use (a broadcast there can wait forever for waiters that are gone).
+RangePool* current_pool = nullptr;
+
 RangePool& range_pool() {
-  static RangePool* const pool = new RangePool();
-  return *pool;
+  static const bool once = [] {
+    current_pool = new RangePool();
+    ::pthread_atfork(nullptr, nullptr, [] { current_pool = new RangePool(); });
+    return true;
+  }();
+  (void)once;
+  return *current_pool;
 }
 
 }  // namespace
@@ -227,12 +241,13 @@ void run_ranges(std::size_t p, const std::function<void(std::size_t)>& range) {
   }
   std::vector<std::thread> threads;
   threads.reserve(p - 1);
+  std::size_t w = 1;
   try {
-    for (std::size_t w = 1; w < p; ++w) threads.emplace_back(range, w);
-  } catch (...) {  // a thread could not start: join those that did before rethrowing
-    for (std::thread& t : threads) t.join();
-    throw;
+    for (; w < p; ++w) threads.emplace_back(range, w);
+  } catch (const std::system_error&) {
+    // No more threads (a process or system limit): the rest run on this thread.
   }
+  for (; w < p; ++w) range(w);
   range(0);
   for (std::thread& t : threads) t.join();
 }

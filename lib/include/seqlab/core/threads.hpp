@@ -74,7 +74,10 @@ std::size_t parallel_threads(std::size_t n, std::size_t grain);
 /// cores are idle then); body must not call BLAS itself unless it sets `BlasThreadsScope one(1)`.
 /// Ranges must write disjoint memory; a result that sums over ranges should sum in an order that
 /// does not depend on P (fixed blocks, as add_column_sums in nn/) so it is the same for every
-/// thread budget. The first exception thrown by any worker is rethrown after all have joined.
+/// thread budget. After every range has returned, the exception of the lowest-numbered range that
+/// threw is rethrown. Ranges run on threads of a pool: a range must not fork() (a forked child's
+/// copy of the call cannot complete); a fork between calls is fine (the child gets a fresh pool).
+/// When no thread can be started, the remaining ranges run on the calling thread.
 template <class Body>
 void parallel_for(std::size_t n, std::size_t grain, Body&& body);
 
