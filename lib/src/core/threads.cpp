@@ -138,7 +138,7 @@ class RangePool {
       lock.unlock();
       range(w);
       lock.lock();
-      left_.store(left_.load() - 1);
+      --left_;
     }
     if (left_.load() != 0) {
       lock.unlock();
@@ -169,8 +169,7 @@ class RangePool {
         lock.unlock();
         (*job)(w);
         lock.lock();
-        left_.store(left_.load() - 1);
-        if (left_.load() == 0) done_.notify_one();
+        if (--left_ == 0) done_.notify_one();
       }
     }
   }
