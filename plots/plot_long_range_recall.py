@@ -1372,11 +1372,12 @@ def beyond_this_machine():
         "Bai et al.'s lengths: copy memory at T = 1000 and the adding problem at T = 600 (their Table 1), "
         "~16K parameters, 15,000 updates (paper.ini, with length 200 for the trend)",
         "the standard scale stops at length 128 (copy-memory sequence 148), the longest its hour on 2 cores "
-        "affords; one paper cell takes hours, a Transformer cell at length 1000 up to ~18 h (attention is O(S²))",
-        sv.paper_sweep("long_range_recall", mem="2G", time="40:00:00", checkpoint_every=500),
-        "0.3–4.6 h per RNN/LSTM/GRU/TCN cell and up to ~18 h per Transformer cell at length 1000, a few hundred "
-        "core-hours for the 180 cells (README \"Why paper.ini looks as it does\": ms_per_step of 3 updates on the "
-        "loaded 2-core VM × 15,000 updates; wall-clock on one thread, so less on idle cores)")]
+        "affords; one paper cell at length 1000 takes up to ~2 h of one core, 180 cells some 40–80 core-hours",
+        sv.paper_sweep("long_range_recall", mem="2G", time="8:00:00", checkpoint_every=500),
+        "per update at one thread, idle 2-core Intel Xeon: 37–454 ms per RNN/LSTM/GRU/TCN cell and 216–238 ms per "
+        "Transformer cell at length 1000 (8–24 ms on copy memory at 200), so up to ~1.9 h per cell at 15,000 "
+        "updates; ~40 core-hours for the 60 measured cells (length 1000, adding at 600), ~80 for all 180 with the "
+        "others scaled linearly in length (README \"Why paper.ini looks as it does\": CPU time of 80 updates minus 20)")]
 
 
 def main(argv):
