@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "seqlab/experiment/experiment.hpp"
+#include "seqlab/core/threads.hpp"
 #include "seqlab/experiment/io.hpp"
 
 using namespace seqlab::experiment;
@@ -523,6 +524,40 @@ TEST_CASE("a table declared optional keeps the cells stored before it valid", "[
   const auto main_optional = run(later, {"--config", ini.string(), "--out", out.string(), "--merge"});
   CHECK(main_optional.code == 1);
   CHECK_THAT(main_optional.err, Catch::Contains("main table cannot be optional"));
+}
+
+TEST_CASE("--flush-denormals runs the cells with flush-to-zero, records it in the cell file and ends the run with it off",
+          "[experiment][run][denormals]") {
+  TempDir d;
+  std::vector<int> seen;  // per cell: whether its thread flushed subnormals
+  ExperimentSpec spec = toy_spec();
+  const auto inner = spec.run_cell;
+  spec.run_cell = [&](const Cell& c, CellOutput& out) {
+    seen.push_back(seqlab::flush_denormals() ? 1 : 0);
+    inner(c, out);
+  };
+  const auto cell_json = [](const fs::path& res) {
+    std::vector<nlohmann::json> out;
+    for (const auto& e : fs::directory_iterator(res / "cells"))
+      out.push_back(nlohmann::json::parse(read_text_file(e.path().string()).value()));
+    return out;
+  };
+  REQUIRE_FALSE(seqlab::flush_denormals());
+  const std::string ini = write_ini(d.path, "c.ini", "n = 1\nseeds = 2\n").string();
+  const auto on = run(spec, {"--config", ini, "--out", (d.path / "on").string(), "--flush-denormals", "--quiet"});
+  INFO(on.err);
+  REQUIRE(on.code == 0);
+  CHECK(seen == std::vector<int>{1, 1});
+  CHECK_FALSE(seqlab::flush_denormals());
+  for (const auto& j : cell_json(d.path / "on")) CHECK(j.value("flush_denormals", false));
+  seen.clear();
+  REQUIRE(run(spec, {"--config", ini, "--out", (d.path / "off").string(), "--quiet"}).code == 0);
+  CHECK(seen == std::vector<int>{0, 0});
+  for (const auto& j : cell_json(d.path / "off")) CHECK_FALSE(j.contains("flush_denormals"));
+  // A switch, not a key: a value is bad input.
+  const auto bad = run(spec, {"--config", ini, "--out", (d.path / "bad").string(), "--flush-denormals=1"});
+  CHECK(bad.code == 2);
+  CHECK_FALSE(fs::exists(d.path / "bad"));
 }
 
 TEST_CASE("finished cells are skipped and force recomputes them", "[experiment][run]") {

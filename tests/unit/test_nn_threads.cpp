@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -17,6 +19,7 @@
 
 #include "../../lib/src/nn/row_kernels.hpp"
 #include "fixtures.hpp"
+#include "seqlab/core/gemm.hpp"
 #include "seqlab/core/rng.hpp"
 #include "seqlab/core/threads.hpp"
 #include "seqlab/nn/dropout.hpp"
@@ -163,6 +166,70 @@ TEST_CASE("a forked child's parallel_for completes (it gets a fresh pool)", "[co
   CHECK(hung == 0);
   CHECK(failed == 0);
 }
+
+namespace {
+
+// Restores flush-to-zero to off (every process starts with it off) when a test ends.
+struct FlushGuard {
+  ~FlushGuard() { set_flush_denormals(false); }
+};
+
+// x * y through memory the compiler cannot fold.
+float product(float x, float y) {
+  volatile float a = x, b = y;
+  return a * b;
+}
+
+// Per range of a 2-way parallel_for: whether its thread flushes (both MXCSR bits set). Each range
+// waits until both have started, so range 1 runs on the pool's worker, not on the caller.
+std::vector<int> ranges_flushing() {
+  std::vector<int> flags(2, -1);
+  std::atomic<int> started{0};
+  parallel_for(2, 1, [&](std::size_t b, std::size_t e, std::size_t) {
+    started += 1;
+    while (started.load() < 2) std::this_thread::yield();
+    for (std::size_t i = b; i < e; ++i) flags[i] = flush_denormals() ? 1 : 0;
+  });
+  return flags;
+}
+
+// C = A·B at 512³ with every product 1e-20 · 1e-20 = 1e-40 (subnormal): nonzero entries of C,
+// computed by OpenBLAS at the current budget (its threads split C's columns or rows).
+std::size_t nonzero_of_tiny_gemm() {
+  const std::size_t n = 512;
+  std::vector<float> a(n * n, 1e-20f), b(n * n, 1e-20f), c(n * n, -1.0f);
+  gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  return static_cast<std::size_t>(std::count_if(c.begin(), c.end(), [](float v) { return v != 0.0f; }));
+}
+
+}  // namespace
+
+#if defined(__x86_64__)
+TEST_CASE("set_flush_denormals flushes on this thread, the pool's workers and OpenBLAS's threads, and clears again",
+          "[core][threads][denormals]") {
+  BudgetGuard budget;
+  FlushGuard guard;
+  set_num_threads(2);
+  (void)ranges_flushing();     // the pool's worker exists before the switch
+  (void)nonzero_of_tiny_gemm();  // so do OpenBLAS's threads
+  REQUIRE_FALSE(flush_denormals());
+  CHECK(product(1e-20f, 1e-20f) != 0.0f);  // IEEE default: a subnormal result
+  CHECK(nonzero_of_tiny_gemm() == 512u * 512u);  // each entry 512 · 1e-40 = 5.1e-38, normal
+
+  REQUIRE(set_flush_denormals(true));
+  CHECK(flush_denormals());
+  CHECK(product(1e-20f, 1e-20f) == 0.0f);                      // FTZ: the result
+  CHECK(product(std::numeric_limits<float>::denorm_min(), 1e30f) == 0.0f);  // DAZ: the input
+  CHECK(ranges_flushing() == std::vector<int>{1, 1});
+  CHECK(nonzero_of_tiny_gemm() == 0u);  // both OpenBLAS threads flush their 1e-40 products
+
+  REQUIRE(set_flush_denormals(false));
+  CHECK_FALSE(flush_denormals());
+  CHECK(product(1e-20f, 1e-20f) != 0.0f);
+  CHECK(ranges_flushing() == std::vector<int>{0, 0});
+  CHECK(nonzero_of_tiny_gemm() == 512u * 512u);
+}
+#endif
 
 TEST_CASE("LayerNorm forward and backward are bit-identical at thread budgets 1, 2, 3", "[nn][norm][threads]") {
   BudgetGuard guard;

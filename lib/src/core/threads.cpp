@@ -26,7 +26,14 @@ void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
 char* openblas_get_config(void);
 char* openblas_get_corename(void);
+// Exported by OpenBLAS's pthread server (its fork handler calls it): joins its worker threads; the
+// next multi-threaded call starts them again. Weak: absent in other builds.
+int blas_thread_shutdown_(void) __attribute__((weak));
 }
+
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 namespace seqlab {
 
@@ -87,6 +94,55 @@ void ensure_blas_kernels(const char* const* argv) {
   ::unsetenv("OPENBLAS_CORETYPE");
   std::cerr << "seqlab: could not run again with OPENBLAS_CORETYPE=" << core << " (" << std::strerror(err)
             << "); continuing with OpenBLAS's " << blas_core() << " kernels" << std::endl;
+}
+
+namespace {
+
+constexpr unsigned kFlushBits = 0x8040;  // MXCSR.FTZ | MXCSR.DAZ
+// What set_flush_denormals last set: -1 never called (threads keep whatever they have), else the
+// MXCSR bits. The pool's workers compare it with what they applied before each range.
+std::atomic<int> g_flush_bits{-1};
+thread_local int t_flush_bits = -1;
+
+void apply_flush_bits(int bits) {
+#if defined(__x86_64__)
+  _mm_setcsr((_mm_getcsr() & ~kFlushBits) | static_cast<unsigned>(bits));
+#else
+  (void)bits;
+#endif
+}
+
+// In a pool worker before a range: the setting of set_flush_denormals, if it changed since.
+void sync_flush_bits() {
+  const int want = g_flush_bits.load(std::memory_order_relaxed);
+  if (want >= 0 && want != t_flush_bits) {
+    apply_flush_bits(want);
+    t_flush_bits = want;
+  }
+}
+
+}  // namespace
+
+bool set_flush_denormals(bool on) {
+#if defined(__x86_64__)
+  const int bits = on ? static_cast<int>(kFlushBits) : 0;
+  apply_flush_bits(bits);
+  t_flush_bits = bits;
+  g_flush_bits.store(bits, std::memory_order_relaxed);
+  if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
+  return true;
+#else
+  (void)on;
+  return false;
+#endif
+}
+
+bool flush_denormals() {
+#if defined(__x86_64__)
+  return (_mm_getcsr() & kFlushBits) == kFlushBits;
+#else
+  return false;
+#endif
 }
 
 namespace {
@@ -167,6 +223,7 @@ class RangePool {
         const std::size_t w = next_++;
         const std::function<void(std::size_t)>* job = job_;
         lock.unlock();
+        sync_flush_bits();
         (*job)(w);
         lock.lock();
         if (--left_ == 0) done_.notify_one();

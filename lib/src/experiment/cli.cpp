@@ -111,7 +111,11 @@ std::string help_text(const ExperimentSpec& spec, const std::vector<OptionSpec>&
     << kMaxCheckpointEvery << "]\n"
        "  --save-model         write each training phase's final weights to DIR/models/<cell file\n"
        "                       stem>.<phase>.safetensors (PyTorch state_dict names; numpy or\n"
-       "                       torch read them)\n\n"
+       "                       torch read them)\n"
+       "  --flush-denormals    flush subnormal floats to zero (x86 FTZ and DAZ, as PyTorch's\n"
+       "                       torch.set_flush_denormal) on every thread: faster where values\n"
+       "                       decay into the subnormal range, and results differ from a run\n"
+       "                       without it there; the cell file records it [default off]\n\n"
        "Keys (config file `key = value`, or --key=VALUE on the command line, which wins; a key\n"
        "set in neither has the built-in default shown). Sweep keys take comma-separated lists;\n"
        "the grid is their Cartesian product x seeds:\n";
@@ -141,7 +145,8 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
       "cell", po::value<std::string>())("cells", po::value<std::string>())(
       "out", po::value<std::string>())("merge", po::bool_switch())("force", po::bool_switch())(
       "threads", po::value<std::string>())("quiet", po::bool_switch())("status", po::bool_switch())(
-      "checkpoint-every", po::value<std::string>())("save-model", po::bool_switch());
+      "checkpoint-every", po::value<std::string>())("save-model", po::bool_switch())(
+      "flush-denormals", po::bool_switch());
   for (const auto& k : inv.keys) key_desc.add_options()(k.key.c_str(), po::value<std::string>());
   // Positional arguments are collected under a hidden name only to name them in the error.
   po::options_description hidden;
@@ -214,6 +219,12 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
   inv.quiet = vm["quiet"].as<bool>();
   inv.status = vm["status"].as<bool>();
   inv.save_model = vm["save-model"].as<bool>();
+  inv.flush_denormals = vm["flush-denormals"].as<bool>();
+#if !defined(__x86_64__)
+  if (inv.flush_denormals)
+    throw ConfigError("--flush-denormals: this build's CPU has no flush-to-zero control (x86-64 only); run "
+                      "without it");
+#endif
 
   // The config file.
   if (vm.count("config") && vm.count("scale")) {

@@ -19,7 +19,7 @@ namespace seqlab::experiment::detail {
 inline const std::vector<std::string> kRunFlags = {"help",  "config", "scale", "list-cells", "cell",
                                             "cells", "out",    "merge", "force",      "threads",
                                             "quiet", "status", "checkpoint-every",
-                                            "save-model"};
+                                            "save-model", "flush-denormals"};
 
 struct Invocation {
   bool help = false, list_cells = false, merge = false, force = false, quiet = false;
@@ -30,6 +30,7 @@ struct Invocation {
   int threads = 1;
   int checkpoint_every = 0;
   bool save_model = false;
+  bool flush_denormals = false;
   std::uint64_t base_seed = 1;
   std::size_t replicates = 1;
   std::string config_path;

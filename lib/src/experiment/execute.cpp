@@ -105,6 +105,17 @@ void create_output_dirs(const fs::path& dir) {
 int execute(const Invocation& inv, const ExperimentSpec& spec) {
   const std::string start_utc = utc_now();
   set_num_threads(inv.threads);
+  // --flush-denormals for this run only (run_experiment is also called in process, by tests):
+  // restored on every way out. parse_invocation refused it where it is not supported.
+  struct FlushDenormals {
+    bool on, was = flush_denormals();
+    explicit FlushDenormals(bool on_) : on(on_) {
+      if (on) set_flush_denormals(true);
+    }
+    ~FlushDenormals() {
+      if (on && !was) set_flush_denormals(false);
+    }
+  } flush{inv.flush_denormals};
   const fs::path cells_dir = fs::path(inv.out) / "cells";
   const fs::path checkpoints_dir = fs::path(inv.out) / "checkpoints";
   create_output_dirs(cells_dir);
@@ -162,12 +173,13 @@ int execute(const Invocation& inv, const ExperimentSpec& spec) {
       run.checkpoint_every = inv.checkpoint_every;
       if (inv.save_model) run.model_prefix = (fs::path(inv.out) / "models" / stem).string();
       run.checkpoint_prefix = (checkpoints_dir / stem).string();
-      run.checkpoint_identity = fp.dump() + " threads=" + std::to_string(inv.threads) +
+      const std::string fp_mode = inv.flush_denormals ? " flush_denormals" : "";
+      run.checkpoint_identity = fp.dump() + " threads=" + std::to_string(inv.threads) + fp_mode +
                                 " seqlab=" + build.value("seqlab_version", "") +
                                 " commit=" + build.value("git_commit", "");
       run.pilot_dir = (fs::path(inv.out) / "pilots").string();
       if (!executable_hash().empty())
-        run.build_identity = " threads=" + std::to_string(inv.threads) + " exe=" + executable_hash();
+        run.build_identity = " threads=" + std::to_string(inv.threads) + fp_mode + " exe=" + executable_hash();
       const std::string cell_start = utc_now();
       const auto t0 = std::chrono::steady_clock::now();
       const double cpu0 = process_cpu_seconds();
@@ -212,6 +224,7 @@ int execute(const Invocation& inv, const ExperimentSpec& spec) {
                           {"command_line", inv.command_line},
                           {"checksum", cell_checksum(fp, tables)},
                           {"tables", tables}};
+      if (inv.flush_denormals) j["flush_denormals"] = true;
       write_file_atomic(file.string(), j.dump(1) + "\n");
       remove_cell_checkpoints(checkpoints_dir, stem);
       log(inv, spec, prefix + ": done in " + seconds_text(wall) + " s");

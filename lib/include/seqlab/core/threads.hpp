@@ -48,6 +48,23 @@ std::string blas_core_override();
 /// meta.json's blas config names the kernels that ran.
 void ensure_blas_kernels(const char* const* argv);
 
+/// Flush-to-zero and denormals-are-zero (the SSE control bits MXCSR.FTZ = 0x8000 and
+/// MXCSR.DAZ = 0x0040, Intel SDM vol. 1 §10.2.3.3-4), PyTorch's torch.set_flush_denormal: with
+/// `on`, a float result below FLT_MIN (1.18e-38) is stored as 0 and a subnormal input is read as
+/// 0; off is the IEEE default, every process's state at start. It applies to the calling thread,
+/// to the workers behind parallel_for (each takes it before its next range) and to OpenBLAS's
+/// threads (OpenBLAS 0.3.21 starts them when it is loaded and never copies the caller's control
+/// bits, so their pool is shut down here and restarted by the next multi-threaded BLAS call from
+/// this thread, whose bits new threads inherit). Why: training whose activations or gradients
+/// decay into the subnormal range runs several times slower on x86 (a long_range_recall paper
+/// cell: 2.2x; that experiment's README, "Why paper.ini looks as it does"); any number that would
+/// have passed through that range is 0 instead, so results differ from a run without it. Call it
+/// while no parallel_for and no BLAS call runs. Returns false and changes nothing where these
+/// bits do not exist (not x86-64).
+bool set_flush_denormals(bool on);
+/// Whether the calling thread has both bits set.
+bool flush_denormals();
+
 /// Sets OpenBLAS to `n` threads for the lifetime of the object, then restores OpenBLAS's previous
 /// count (blas_threads() at construction).
 class BlasThreadsScope {

@@ -32,7 +32,7 @@
 //                          checkpoint (a finished phase is skipped) and ends with the same metric
 //                          columns, byte for byte, as an uninterrupted run (wall-clock columns,
 //                          timing_columns, aside). A checkpoint is used only by the same cell
-//                          (fingerprint), --threads and build (git commit); a truncated, damaged or
+//                          (fingerprint), --threads, --flush-denormals and build (git commit); a truncated, damaged or
 //                          foreign one is reported and ignored (the phase starts at step 0). When
 //                          the cell's result file is written, its checkpoints are removed.
 //                          Integer in [0, kMaxCheckpointEvery]; 0 (default) = off (checkpoints of
@@ -41,6 +41,10 @@
 //                          model's final weights to <out>/models/<cell file stem>.<phase>.
 //                          safetensors (PyTorch state_dict names, nn/safetensors.hpp)
 //   --threads N            thread budget (seqlab::set_num_threads), default 1, in [1, kMaxThreads]
+//   --flush-denormals      flush-to-zero and denormals-are-zero on every thread of the process
+//                          (seqlab::set_flush_denormals, core/threads.hpp); off by default. The
+//                          cell file records "flush_denormals": true; checkpoints and shared pilots
+//                          are used only by runs with the same setting
 //   --seed S               base seed (also `seed = S` in a config file), default 1, in
 //                          [0, 2^63-1]
 //   --seeds R              replicates per grid point (a key like the others; also in config files),
