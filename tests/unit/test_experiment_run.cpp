@@ -526,7 +526,7 @@ TEST_CASE("a table declared optional keeps the cells stored before it valid", "[
   CHECK_THAT(main_optional.err, Catch::Contains("main table cannot be optional"));
 }
 
-TEST_CASE("--flush-denormals runs the cells with flush-to-zero, records it in the cell file and ends the run with it off",
+TEST_CASE("the run option flush-denormals runs the cells with flush-to-zero, records it in the cell file and ends the run with it off",
           "[experiment][run][denormals]") {
   TempDir d;
   std::vector<int> seen;  // per cell: whether its thread flushed subnormals
