@@ -1288,11 +1288,12 @@ def beyond_this_machine():
         "The three sub-designs at the paper scale (paper.ini): d_model 64, 4 layers (encoder-decoder 2 + 2), "
         "T = 32, 8 heads as Vaswani et al.'s reference and heads of 4–64 dimensions (n_heads 1–16), 3000 updates, "
         "5 seeds",
-        "165 cells, about 20 core-hours: some 10 h on both cores of this machine, beyond the standard scale's "
+        "165 cells, about 8 core-hours: some 4 h on both cores of this machine, beyond the standard scale's "
         "hour per experiment; as a Slurm array it takes one cell's time",
         sv.paper_sweep("attention_ablations", mem="1G", time="0:30:00", checkpoint_every=250),
-        "~6–8 min per cell, roughly 20 core-hours for the 165 cells (README \"Paper scale\": about 0.1 s of one "
-        "core per update, measured)")]
+        "~3 min per cell, ~8 core-hours for the 165 cells: 0.055 CPU-s per update at one thread on an idle 2-core "
+        "AMD EPYC VM (the 8-head decoder on induction; CPU time of 80 updates minus 20) × 3000 updates, plus 60 "
+        "evaluations of 0.06 s (README \"Paper scale\")")]
 
 
 # ----------------------------------------------------------------------------------------------

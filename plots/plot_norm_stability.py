@@ -1135,14 +1135,14 @@ def beyond_this_machine():
         "Xiong et al.'s warm-up study at their depth and warm-up: Post-LN against Pre-LN at depth 12 with the "
         "4000-update warm-up (paper.ini: depths 2, 6, 12 × pre, post × warm-ups 0, 100, 1000, 4000 × 7 learning "
         "rates, 6000 updates, d_model 128, seq_len 128)",
-        "one warm-up cell trains 168 runs of 6000 updates, about 120 CPU-hours, against the standard scale's "
+        "one warm-up cell trains 168 runs of 6000 updates, about 110 CPU-hours, against the standard scale's "
         "hour per experiment on 2 cores",
         sv.paper_sweep("norm_stability", mem="3G", time="72:00:00", checkpoint_every=500),
-        "warm-up cell: ≤ 120 CPU-hours at one thread (runs that diverge stop early): 0.16, 0.39 and 0.74 CPU-s per "
-        "update at depth 2, 6 and 12 × 56 runs × 6000 updates per depth; CPU time of truncated runs (10 and 30 "
-        "updates at depth 2: 3.3 and 6.4 CPU-s; at depth 12: 19.4 and 34.2 CPU-s; depth 6 interpolated) "
-        "extrapolated linearly to paper.ini's updates. A cell that runs out of --time resumes from its checkpoints "
-        "when the same command is run again. Padding and batch cells not measured")]
+        "warm-up cell: ≤ 108 CPU-hours at one thread on an idle 2-core AMD EPYC VM (runs that diverge stop early): "
+        "0.12, 0.31 and 0.72 CPU-s per update at depth 2, 6 and 12 × 56 runs × 6000 updates per depth (CPU time of "
+        "truncated runs, 20 and 80 updates, extrapolated linearly; its 100 validation points add seconds per run); "
+        "so a cell needs two submissions of the command at 72 h: one that runs out of --time resumes from its "
+        "checkpoints when the same command is run again. Padding and batch cells not measured")]
 
 
 def main(argv):

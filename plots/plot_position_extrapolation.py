@@ -1341,13 +1341,14 @@ def beyond_this_machine():
         "Press et al.'s models need GPUs and WikiText-103 (not a Debian package), beyond any scale of this "
         "suite; paper.ini compares the shapes of the degradation past L_train (not perplexities), at 150 cells "
         "of hours each",
-        sv.paper_sweep("position_extrapolation", mem="2G", time="16:00:00", checkpoint_every=500),
-        "text cell (sinusoidal): ≈ 2.9 CPU-hours at one thread (≈ 1.0 CPU-s per update × 10,000 training "
-        "updates, plus ≈ 4 min of evaluation), and the first cell of each arm also its whole-run pilot, 3 × 10,000 "
-        "updates ≈ 8.3 CPU-hours more; CPU time of truncated cells of the previous paper design (8 heads; 10 and 30 "
-        "updates, 1024 and 2048 test characters: 23.4, 43.5 and 26.9 CPU-s) extrapolated linearly to paper.ini's "
-        "updates and 65,536 test characters. The rope text cells add 2 rates × 3 × 1000 fine-tune updates at "
-        "length 512 with 6 evaluations each; copy, MQAR and passkey cells train 1000–3000 updates (not measured)")]
+        sv.paper_sweep("position_extrapolation", mem="2G", time="36:00:00", checkpoint_every=500),
+        "text cell (sinusoidal, seed 1): 6.0 CPU-hours at one thread on an idle 2-core AMD EPYC VM (2.15 CPU-s per "
+        "update × 10,000 updates, plus 3.4 min of evaluation on 65,536 characters at 1×–8×), and the first cell of "
+        "each arm also its whole-run pilot, 3 × 10,000 updates ≈ 18 CPU-hours more: ~290 CPU-hours for the 30 text "
+        "cells (CPU time of truncated cells, 20 and 80 updates, extrapolated linearly to paper.ini's updates). The "
+        "rope text cells add 2 rates × 3 × 1000 fine-tune updates at length 512 with 6 evaluations each; copy, MQAR "
+        "and passkey cells train 1000–3000 updates (not measured). A cell that runs out of --time resumes from its "
+        "checkpoints when the same command is run again")]
 
 
 def main(argv):
