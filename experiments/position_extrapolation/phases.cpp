@@ -70,13 +70,14 @@ std::filesystem::path pilot_dir(const Cell& cell) {
 }
 
 // What the pilot's result depends on: every key's value (the cell's arm and sizes) but the
-// fine-tune keys (finetune_*, which only the fine-tunes after the pilot read), and the base seed;
-// not the replicate.
+// fine-tune keys (finetune_*, which only the fine-tunes after the pilot read), the base seed and
+// --flush-denormals; not the replicate, nor --threads (which leaves the numbers as they are).
 std::string pilot_key(const Cell& cell) {
   std::ostringstream s;
   s << "position_extrapolation lr pilot; base_seed=" << cell.base_seed;
   for (const auto& [key, value] : cell.params.entries())
     if (key.rfind("finetune_", 0) != 0) s << ";" << key << "=" << cell.params.text(key);
+  if (cell.flush_denormals) s << ";flush_denormals";  // other numbers: not the same pilot
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(s.str())));
   return std::string(hex);

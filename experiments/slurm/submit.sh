@@ -23,6 +23,8 @@
 #                       from it instead of from step 0 [default: $SEQLAB_CHECKPOINT_EVERY or 0 =
 #                       off]. Array tasks are always submitted with --requeue: Slurm requeues a
 #                       preempted task, which skips finished cells and resumes from checkpoints.
+#   --flush-denormals   each cell runs with the binary's --flush-denormals (subnormal floats
+#                       flushed to zero; experiments/README.md) [default: off]
 #   --no-plot           the merge job only merges
 #   --dry-run           print the sbatch commands instead of running them
 #   -- OPTS...          passed to both sbatch calls (e.g. --partition=cpu --account=proj)
@@ -48,6 +50,7 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 PLOT=1
 DRY_RUN=0
 CHECKPOINT_EVERY=${SEQLAB_CHECKPOINT_EVERY:-0}
+FLUSH_DENORMALS=0
 EXTRA=()
 while [ $# -gt 0 ]; do
   parse_sweep_option "$@"
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
     --time) TIME=${2:?--time needs a time limit, e.g. 2:00:00}; shift 2 ;;
     --python) PYTHON=${2:?--python needs an interpreter}; shift 2 ;;
     --checkpoint-every) CHECKPOINT_EVERY=${2:?--checkpoint-every needs a number of updates}; shift 2 ;;
+    --flush-denormals) FLUSH_DENORMALS=1; shift ;;
     --no-plot) PLOT=0; shift ;;
     --dry-run) DRY_RUN=1; shift ;;
     --) shift; EXTRA=("$@"); break ;;
@@ -133,7 +137,7 @@ if [ "${#UNFINISHED[@]}" -gt 0 ]; then
     --array="$SPEC${MAX_PARALLEL:+%$MAX_PARALLEL}" \
     --ntasks=1 --cpus-per-task="$CPUS" \
     --requeue --open-mode=append \
-    --export="ALL,SEQLAB_CHECKPOINT_EVERY=$CHECKPOINT_EVERY" \
+    --export="ALL,SEQLAB_CHECKPOINT_EVERY=$CHECKPOINT_EVERY,SEQLAB_FLUSH_DENORMALS=$FLUSH_DENORMALS" \
     --output="$LOGS/${EXPERIMENT}_%A_%a.out" \
     "${EXTRA[@]}" \
     "$SLURM_DIR/cell_job.sh" "$BIN" "$OUT" "${SWEEP_ARGS[@]}"

@@ -225,7 +225,17 @@ TEST_CASE("checkpoint-every flag: a killed cell resumes and the merged CSVs equa
     const Result r = run({"--config", cfg, "--out", out.string(), "--checkpoint-every", "4", "--threads", "2", "--quiet"});
     REQUIRE(r.code == 0);
     CHECK(g_steps_run == 4 * 20);
-    CHECK_THAT(r.err, Catch::Contains("another run"));
+    CHECK_THAT(r.err, Catch::Contains("it was written at --threads 1, this run has --threads 2"));
+  }
+  SECTION("another --flush-denormals does not use the checkpoint, and says why") {
+    g_kill_at = 9;
+    REQUIRE(run({"--config", cfg, "--out", out.string(), "--checkpoint-every", "4", "--quiet", "--cell", "0",
+                 "--flush-denormals"}).code == 1);
+    g_steps_run = 0;
+    const Result r = run({"--config", cfg, "--out", out.string(), "--checkpoint-every", "4", "--cell", "0"});
+    REQUIRE(r.code == 0);
+    CHECK(g_steps_run == 2 * 20);  // cell 0, both phases from step 0
+    CHECK_THAT(r.err, Catch::Contains("it was written with --flush-denormals on, this run has it off"));
   }
   g_kill_at = -1;
 }

@@ -550,10 +550,14 @@ TEST_CASE("the run option flush-denormals runs the cells with flush-to-zero, rec
   CHECK(seen == std::vector<int>{1, 1});
   CHECK_FALSE(seqlab::flush_denormals());
   for (const auto& j : cell_json(d.path / "on")) CHECK(j.value("flush_denormals", false));
+  const auto meta_on = nlohmann::json::parse(slurp(d.path / "on" / "toy.meta.json"));
+  for (const auto& c : meta_on.at("cells")) CHECK(c.value("flush_denormals", false));
   seen.clear();
   REQUIRE(run(spec, {"--config", ini, "--out", (d.path / "off").string(), "--quiet"}).code == 0);
   CHECK(seen == std::vector<int>{0, 0});
   for (const auto& j : cell_json(d.path / "off")) CHECK_FALSE(j.contains("flush_denormals"));
+  const auto meta_off = nlohmann::json::parse(slurp(d.path / "off" / "toy.meta.json"));
+  for (const auto& c : meta_off.at("cells")) CHECK_FALSE(c.contains("flush_denormals"));
   // A switch, not a key: a value is bad input.
   const auto bad = run(spec, {"--config", ini, "--out", (d.path / "bad").string(), "--flush-denormals=1"});
   CHECK(bad.code == 2);

@@ -133,6 +133,24 @@ std::string help_text(const ExperimentSpec& spec, const std::vector<OptionSpec>&
   return h.str();
 }
 
+namespace {
+
+// The run options that are switches (given alone, never with a value).
+const std::vector<std::string> kSwitches = {"help",  "list-cells", "merge",      "force",
+                                            "quiet", "status",     "save-model", "flush-denormals"};
+
+// For an unknown key that names a run option ("flush_denormals", "--threads" in a config file):
+// "; '--flush-denormals' is a run option, given on the command line", else "".
+std::string run_option_hint(std::string key) {
+  if (key.rfind("--", 0) == 0) key = key.substr(2);
+  std::replace(key.begin(), key.end(), '_', '-');
+  if (std::find(kRunFlags.begin(), kRunFlags.end(), key) == kRunFlags.end()) return "";
+  const bool sw = std::find(kSwitches.begin(), kSwitches.end(), key) != kSwitches.end();
+  return "; '--" + key + "' is a run option, given on the command line" + (sw ? " alone (a switch)" : "");
+}
+
+}  // namespace
+
 // Parses and validates everything; throws ConfigError for bad input. Creates nothing.
 Invocation parse_invocation(int argc, const char* const* argv, const ExperimentSpec& spec) {
   Invocation inv;
@@ -162,6 +180,9 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
   // `--key=` (empty value): po rejects it with a message that does not say what is allowed.
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    for (const auto& sw : kSwitches)  // po's "does not take any arguments" names neither
+      if (a.rfind("--" + sw + "=", 0) == 0)
+        throw ConfigError("--" + sw + ": a switch, given alone without a value (got '" + a + "')");
     if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=') {
       const std::string key = a.substr(2, a.size() - 3);
       for (const auto& k : inv.keys) {
@@ -186,6 +207,9 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
     const auto eq = given.find('=');
     const bool negative_number =
         given.size() > 1 && given[0] == '-' && std::isdigit(static_cast<unsigned char>(given[1]));
+    const std::string hint = run_option_hint(given.substr(0, eq));
+    if (!hint.empty())
+      throw ConfigError("unknown key '" + given.substr(0, eq) + "' (from the command line)" + hint);
     throw ConfigError("unknown key '" + given.substr(0, eq) + "'" +
                       (eq == std::string::npos ? std::string()
                                                : " with value '" + given.substr(eq + 1) + "'") +
@@ -282,6 +306,8 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
     } catch (const po::unknown_option& e) {
       const std::string key = e.get_option_name();
       const auto dot = key.find('.');
+      const std::string hint = run_option_hint(key);
+      if (!hint.empty()) throw ConfigError("unknown key '" + key + "' (from " + inv.config_path + ")" + hint);
       throw ConfigError("unknown key '" + key + "' (from " + inv.config_path + "): " +
                         (dot == std::string::npos
                              ? allowed_keys

@@ -171,6 +171,7 @@ int execute(const Invocation& inv, const ExperimentSpec& spec) {
       Cell run = c;
       run.quiet = inv.quiet;
       run.checkpoint_every = inv.checkpoint_every;
+      run.flush_denormals = inv.flush_denormals;
       if (inv.save_model) run.model_prefix = (fs::path(inv.out) / "models" / stem).string();
       run.checkpoint_prefix = (checkpoints_dir / stem).string();
       const std::string fp_mode = inv.flush_denormals ? " flush_denormals" : "";

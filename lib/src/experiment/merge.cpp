@@ -114,6 +114,7 @@ int merge(const Invocation& inv, const ExperimentSpec& spec, const std::string& 
                          {"git_commit", j.value("git_commit", "unknown")},
                          {"git_dirty", j.contains("git_dirty") ? j["git_dirty"] : nullptr},
                          {"checksum", j.at("checksum")}});
+    if (j.value("flush_denormals", false)) cell_meta.back()["flush_denormals"] = true;
   }
   meta["start_utc"] = first_start;  // earliest cell start
   meta["end_utc"] = last_end;       // latest cell end

@@ -419,10 +419,38 @@ Checkpoint capture_checkpoint(const CheckpointOptions& opts, const std::vector<P
   return c;
 }
 
+namespace {
+// The value of " <name>=" in an identity up to the next space; nullopt when absent.
+std::optional<std::string> identity_token(const std::string& identity, const std::string& name) {
+  const std::string key = " " + name + "=";
+  const auto at = identity.rfind(key);
+  if (at == std::string::npos) return std::nullopt;
+  const auto begin = at + key.size();
+  return identity.substr(begin, identity.find(' ', begin) - begin);
+}
+}  // namespace
+
+std::string identity_mismatch(const std::string& stored, const std::string& here) {
+  const auto ts = identity_token(stored, "threads"), th = identity_token(here, "threads");
+  if (ts && th) {
+    const auto flush = [](const std::string& id) {
+      return id.find(" flush_denormals") != std::string::npos ? "on" : "off";
+    };
+    if (std::string(flush(stored)) != flush(here))
+      return std::string("it was written with --flush-denormals ") + flush(stored) + ", this run has it " +
+             flush(here);
+    if (*ts != *th) return "it was written at --threads " + *ts + ", this run has --threads " + *th;
+    const auto cs = identity_token(stored, "commit"), ch = identity_token(here, "commit");
+    if (cs && ch && *cs != *ch)
+      return "it was written by the build of commit " + (cs->empty() ? std::string("(unknown)") : *cs) +
+             ", this run's is " + (ch->empty() ? std::string("(unknown)") : *ch);
+  }
+  return "it belongs to another run (identity differs)";
+}
+
 void restore_checkpoint(const Checkpoint& c, const CheckpointOptions& opts,
                         const std::vector<Parameter*>& params, Optimizer& optim) {
-  if (c.identity != opts.identity)
-    throw CheckpointError("it belongs to another run (identity differs)");
+  if (c.identity != opts.identity) throw CheckpointError(identity_mismatch(c.identity, opts.identity));
   // 1. Check everything; change nothing.
   const auto targets = saved_parameters(opts, params, optim);
   if (targets.size() != c.parameters.size())

@@ -79,8 +79,7 @@ TrainResult train_loop_accumulate(
   if (ck.every > 0) {
     try {
       if (const auto c = read_checkpoint(ck.path)) {
-        if (c->identity != ck.identity)
-          throw CheckpointError("it belongs to another run (identity differs)");
+        if (c->identity != ck.identity) throw CheckpointError(identity_mismatch(c->identity, ck.identity));
         if (c->total_steps != opt.steps || c->step < 0 || c->step > opt.steps)
           throw CheckpointError("it was written at step " + std::to_string(c->step) + " of " +
                                 std::to_string(c->total_steps) + ", this run has " +

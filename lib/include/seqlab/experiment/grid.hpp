@@ -50,11 +50,16 @@ struct Cell {
   // an experiment passes them to train_loop with cell_checkpoint (experiment.hpp).
   int checkpoint_every = 0;          // save every N updates; 0 = off
   std::string checkpoint_prefix;     // "<out>/checkpoints/<cell file stem>"; + ".<phase>.ckpt"
-  std::string checkpoint_identity;   // fingerprint, --threads and build the checkpoints belong to
+  std::string checkpoint_identity;   // fingerprint, --threads, --flush-denormals and build the
+                                     // checkpoints belong to
+  // --flush-denormals: the run computes with subnormals flushed to zero (set_flush_denormals);
+  // a cache of the experiment's own that outlives the run keys on it.
+  bool flush_denormals = false;
   // --save-model: "<out>/models/<cell file stem>" (+ ".<phase>.safetensors"); empty = off.
   std::string model_prefix;
   // Pilots shared by several cells (shared_choose_lr, tuning.hpp), set by run_experiment:
-  // "<out>/pilots", and what identifies the build that computes them (" threads=N exe=H", H a
+  // "<out>/pilots", and what identifies the build that computes them (" threads=N exe=H", plus
+  // " flush_denormals" with that run option, H a
   // hash of the executable's bytes, so a rebuild with other code never reuses a pilot; empty if
   // the executable cannot be read: nothing is shared). Empty pilot_dir (a Cell built by hand): off.
   std::string pilot_dir;

@@ -279,6 +279,11 @@ Checkpoint capture_checkpoint(const CheckpointOptions& opts, const std::vector<P
 /// CheckpointError naming the first mismatch (identity, a parameter key set or shape, a buffer
 /// key, kind or size, the optimizer kind or buffers, the caller state) and then has changed
 /// nothing.
+/// Why a checkpoint's identity is not this run's, for the note that ignores it: where both carry
+/// the experiment framework's run tokens (" threads=N", " flush_denormals", " commit=C"), the first
+/// that differs ("it was written at --threads 2, this run has --threads 1"), else "it belongs to
+/// another run (identity differs)".
+std::string identity_mismatch(const std::string& stored, const std::string& here);
 void restore_checkpoint(const Checkpoint& c, const CheckpointOptions& opts,
                         const std::vector<Parameter*>& params, Optimizer& optim);
 
