@@ -93,7 +93,7 @@ VERDICT_RULE = ("Each row's verdict is computed by the experiment's plot module 
 
 # The keys every verdicts() row carries (seqlab_verdict.Verdict.row).
 ROW_KEYS = ("claim", "measured", "anchor", "verdict", "rule", "kind", "reason", "test", "effect",
-            "margin", "checks", "part_kinds")
+            "margin", "checks", "part_reasons")
 
 
 _MODULES = {}

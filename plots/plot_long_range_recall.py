@@ -730,8 +730,9 @@ def plateau_effect(v, label, counts, comparator_counts, comparator="Transformer"
     (nothing can fall); the comparator (the Transformer, which the claim says stays above) on its
     plateau in any run -> a decided verdict becomes plain inconclusive, 'the comparator never left
     its baseline plateau' (its trend then measures its training, not attention's reach); the cell
-    on its plateau in more runs at the last point than at the first -> the note 'the claim's own
-    evidence' (it learns at the first and stalls at the last); any other plateau -> the note.
+    off its plateau in most runs at the first point and on it in more runs at the last -> the note
+    'the claim's own evidence' (it learns at the first and stalls at the last; not on a part at the
+    floor); any other plateau -> the note.
     trend False (one point, e.g. a trained gradient profile): the cell's plateau is a note only
     (its trained profile is that of a model that did not learn the task)."""
     cell_txt = plateau_text(label, counts, prefix)
@@ -745,7 +746,8 @@ def plateau_effect(v, label, counts, comparator_counts, comparator="Transformer"
         xs = sorted(counts)
         first, last = counts[xs[0]], counts[xs[-1]]
         own = (" — the claim's own evidence: it leaves the plateau at the first point and stalls at the last"
-               if trend and last[0] / last[1] > first[0] / first[1] else
+               if trend and v.kind != sv.FLOOR and 2 * first[0] < first[1] and last[0] / last[1] > first[0] / first[1]
+               else
                " (its trained profile is that of a model that did not learn the task)" if not trend else "")
         notes.append(f"on the baseline plateau: {cell_txt}{own}")
     if comp_txt and v.kind in (sv.HOLDS, sv.FAILS, sv.DEPENDS):

@@ -82,8 +82,9 @@ class Verdict:
     """kind: one of KINDS; reason: why, one clause; condition: what a 'depends on' verdict depends
     on; test: the test used; effect: the effect with its interval (text); margin: the margin
     (text); checks: {ceiling, floor, converged, controls: 'yes' | 'no' | 'n.a.' | 'unclear'};
-    part_kinds: for a plain 'inconclusive' that combine made from parts each undecided for a named
-    reason (ceiling, floor, not converged) but not the same one, those kinds in KINDS order."""
+    part_reasons: for a plain 'inconclusive' that combine made from undecided parts, what leaves each
+    undecided, without repeats: the named kinds (ceiling, floor, not converged, in KINDS order), then
+    the names of plain parts' reasons (INCONCLUSIVE_REASONS, 'see the row' for none)."""
     kind: str
     reason: str = ""
     condition: str = ""
@@ -91,7 +92,7 @@ class Verdict:
     effect: str = ""
     margin: str = ""
     checks: dict = field(default_factory=lambda: {c: "n.a." for c in CHECKS})
-    part_kinds: tuple = ()
+    part_reasons: tuple = ()
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -107,7 +108,7 @@ class Verdict:
         """The report row of plots/make_report.py: the four texts, the verdict and its parts."""
         return dict(claim=claim, measured=measured, anchor=anchor, rule=rule, verdict=self.text,
                     kind=self.kind, reason=self.reason, test=self.test, effect=self.effect,
-                    margin=self.margin, checks=dict(self.checks), part_kinds=list(self.part_kinds))
+                    margin=self.margin, checks=dict(self.checks), part_reasons=list(self.part_reasons))
 
 
 def region(lo, hi, margin):
@@ -368,8 +369,8 @@ def combine(parts, condition=None, test=None, margin=None):
       fails for …';  otherwise any 'fails' -> fails (a claim about every part fails on one);
       parts that hold or depend on a condition -> depends on (their conditions);
       otherwise inconclusive: the shared inconclusive kind if every undecided part has the same,
-      else plain, with each part's verdict in the reason (and, when every undecided part has a
-      named kind, those kinds in part_kinds: 'inconclusive (ceiling, floor)' in the glance)."""
+      else plain, with each part's verdict in the reason and what leaves each part undecided in
+      part_reasons ('inconclusive (floor, interval straddles the margin)' in the glance)."""
     if not parts:
         raise ValueError("combine: no parts")
     kinds = [v.kind for _, v in parts]
@@ -400,10 +401,11 @@ def combine(parts, condition=None, test=None, margin=None):
         return Verdict(DEPENDS, every, condition="; ".join(v.condition for _, v in parts if v.kind == DEPENDS),
                        **base)
     undecided = {k for k in kinds if k not in (HOLDS, BY_CONSTRUCTION, DEPENDS)}
-    if len(undecided) == 1:
+    if len(undecided) == 1 and INCONCLUSIVE not in undecided:
         return Verdict(undecided.pop(), every, **base)
-    named = () if INCONCLUSIVE in undecided else tuple(k for k in KINDS if k in undecided)
-    return Verdict(INCONCLUSIVE, every, part_kinds=named, **base)
+    names = [k.split(": ", 1)[1] for k in KINDS if k in undecided and k != INCONCLUSIVE]
+    names += [reason_name(v.reason) for _, v in parts if v.kind == INCONCLUSIVE]
+    return Verdict(INCONCLUSIVE, every, part_reasons=tuple(dict.fromkeys(names)), **base)
 
 
 # The named reasons of a plain 'inconclusive' verdict, in the order they are looked for in its
@@ -411,6 +413,7 @@ def combine(parts, condition=None, test=None, margin=None):
 INCONCLUSIVE_REASONS = (
     ("lr censored", "lr censored"),
     ("comparator never left its baseline plateau", "comparator on its plateau"),
+    ("not trained:", "not trained"),
     ("underpowered", "underpowered"),
     ("replicate(s); the rule needs", "too few seeds"),
     ("straddles", "interval straddles the margin"),
@@ -420,17 +423,21 @@ INCONCLUSIVE_REASONS = (
 )
 
 
+def reason_name(reason):
+    """The name of a plain 'inconclusive' reason: the first of INCONCLUSIVE_REASONS whose text it
+    contains, else 'see the row'."""
+    return next((name for text, name in INCONCLUSIVE_REASONS if text in reason), "see the row")
+
+
 def why_inconclusive(row):
-    """The named reason of a plain 'inconclusive' report row (a Verdict.row dict): its parts' named
-    kinds where combine recorded them ('ceiling, floor'), else the first of INCONCLUSIVE_REASONS
-    whose text its reason contains, else 'see the row'; '' for any other kind (whose kind already
-    names it: ceiling, floor, not converged)."""
+    """The named reason of a plain 'inconclusive' report row (a Verdict.row dict): what leaves its
+    parts undecided where combine recorded it ('ceiling, floor'), else reason_name of its reason;
+    '' for any other kind (whose kind already names it: ceiling, floor, not converged)."""
     if row.get("kind") != INCONCLUSIVE:
         return ""
-    if row.get("part_kinds"):
-        return ", ".join(k.split(": ", 1)[1] for k in row["part_kinds"])
-    reason = row.get("reason", "")
-    return next((name for text, name in INCONCLUSIVE_REASONS if text in reason), "see the row")
+    if row.get("part_reasons"):
+        return ", ".join(row["part_reasons"])
+    return reason_name(row.get("reason", ""))
 
 
 def verdict_label(row, bold=False):

@@ -143,7 +143,7 @@ def finish(passed, failed="{n} check(s) failed"):
 
 # The keys of a verdicts() row (plots/seqlab_verdict.py, Verdict.row) and the values of its checks.
 ROW_KEYS = {"claim", "measured", "anchor", "verdict", "rule", "kind", "reason", "test", "effect", "margin",
-            "checks", "part_kinds"}
+            "checks", "part_reasons"}
 CHECK_NAMES = {"ceiling", "floor", "converged", "controls"}
 
 
@@ -159,10 +159,10 @@ def check_verdict_rows(rows, allowed=None):
         check(set(row) == ROW_KEYS, f"verdict row keys: {sorted(row)}")
         kind = row.get("kind")
         check(kind in sv.KINDS, f"verdict kind allowed: {kind!r}")
-        parts = row.get("part_kinds", [])
-        check(not parts or (kind == sv.INCONCLUSIVE and len(parts) >= 2 and
-                            all(k in (sv.CEILING, sv.FLOOR, sv.NOT_CONVERGED) for k in parts)),
-              f"part_kinds only on a plain inconclusive, two or more named kinds: {parts}")
+        parts = row.get("part_reasons", [])
+        names = {"ceiling", "floor", "not converged", "see the row"} | {n for _, n in sv.INCONCLUSIVE_REASONS}
+        check(not parts or (kind == sv.INCONCLUSIVE and len(set(parts)) == len(parts) and set(parts) <= names),
+              f"part_reasons only on a plain inconclusive, distinct names of kinds and reasons: {parts}")
         if allowed is not None:
             check(any(str(kind).startswith(v) for v in allowed), f"verdict kind expected here: {kind!r}")
         verdict = row.get("verdict", "")

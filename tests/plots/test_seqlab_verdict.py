@@ -169,8 +169,8 @@ def combining():
           "other kinds keep their text")
     plat = dict(w, reason="the comparator never left its baseline plateau (Transformer in 2/5 seeds)")
     check(sv.why_inconclusive(plat) == "comparator on its plateau", f"plateau named: {sv.why_inconclusive(plat)}")
-    # Parts undecided for different named reasons: plain inconclusive, labelled with those kinds;
-    # with a plain inconclusive part among them, the reason keywords name it as before.
+    # Parts undecided for different reasons: plain inconclusive, labelled with each part's reason
+    # (a named kind, or a plain part's reason name), without repeats.
     ceil = sv.Verdict(sv.CEILING, "at the optimum")
     flo = sv.Verdict(sv.FLOOR, "at the baseline")
     mixed = sv.combine([("LSTM", ceil), ("RNN", flo), ("GRU", ceil)]).row("c", "m", "a", "r")
@@ -179,8 +179,8 @@ def combining():
     same = sv.combine([("LSTM", ceil), ("GRU", ceil)]).row("c", "m", "a", "r")
     check(same["kind"] == sv.CEILING and sv.verdict_label(same) == sv.CEILING, "one shared kind stays that kind")
     wide = sv.combine([("LSTM", ceil), ("RNN", sv.decide(WIDE, 0.02, sv.GREATER))]).row("c", "m", "a", "r")
-    check(sv.verdict_label(wide) == "inconclusive (interval straddles the margin)",
-          f"a plain part: named from the reason: {sv.verdict_label(wide)}")
+    check(sv.verdict_label(wide) == "inconclusive (ceiling, interval straddles the margin)",
+          f"a plain part: named from its own reason: {sv.verdict_label(wide)}")
     n = sv.counts(rows)
     check(n == "holds 1, fails 1, depends on 1, inconclusive: ceiling 1; by construction 1 (shown, not "
               "counted as evidence)", f"counts: {n}")
