@@ -1105,9 +1105,9 @@ def grad_verdict(data):
                         "distance before any training; the data show it: " + v0.reason,
                         test=v0.test, effect=v0.effect, margin=v0.margin, checks=v0.checks)
     v1 = sv.combine(parts["trained"], condition="the task and the recurrent cell")
-    anchor = ("Bengio, Simard & Frasconi 1994; Hochreiter & Schmidhuber 1997: exponential decay of "
-              "‖∂L/∂x_t‖ with distance in recurrent networks; Gers et al. 2000, Jozefowicz et al. 2015: "
-              "forget-gate bias 1 (no single number)")
+    anchor = ("Bengio, Simard & Frasconi 1994; Hochreiter & Schmidhuber 1997 §3.1 ('exponentially decaying "
+              "error'): exponential decay of ‖∂L/∂x_t‖ with distance in recurrent networks; Gers et al. 2000, "
+              "Jozefowicz et al. 2015 §2.2: forget-gate bias 1 (qualitative anchors: no table or single number)")
     rule = (f"per task (copy memory, adding, probe; at its longest length) and recurrent cell (the arm its task verdict "
             f"is decided on: the _long arm or the tuned cells): the paired per-seed difference of decay rates (decades "
             f"per step), cell − Transformer, against +{GRAD_MARGIN:g} decades per step (= {d_txt}; holds if beyond, "
