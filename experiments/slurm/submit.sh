@@ -4,7 +4,7 @@
 # See README.md beside this file.
 #
 # Usage: experiments/slurm/submit.sh EXPERIMENT [options] [-- extra sbatch options]
-#   --scale S           configs/S.ini of the experiment (quick, paper); default quick
+#   --scale S           configs/S.ini of the experiment (tiny, quick, standard, paper); default quick
 #   --config F          this .ini file instead of --scale
 #   --out DIR           results directory [default: <repo>/results/EXPERIMENT]; cells go to
 #                       DIR/cells/, job logs to DIR/slurm-logs/

@@ -552,7 +552,10 @@ void check_spec(const ExperimentSpec& spec) {
 
 void log(const Invocation& inv, const ExperimentSpec& spec, const std::string& msg) {
   if (inv.quiet) return;
-  std::cerr << "[" << spec.name << "] " << msg << std::endl;
+  // One write per line: cells running side by side share stderr, and pieces would interleave.
+  const std::string line = "[" + spec.name + "] " + msg + "\n";
+  std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+  std::cerr.flush();
 }
 
 }  // namespace seqlab::experiment::detail
