@@ -420,6 +420,7 @@ INCONCLUSIVE_REASONS = (
     ("the fit needs", "too few points to fit"),
     ("both above", "test not significant"),
     ("one was run", "not in this run's design"),
+    ("the bound cannot decide", "crossover beyond the grid"),
 )
 
 
