@@ -135,17 +135,21 @@ std::string help_text(const ExperimentSpec& spec, const std::vector<OptionSpec>&
 
 namespace {
 
-// The run options that are switches (given alone, never with a value).
-const std::vector<std::string> kSwitches = {"help",  "list-cells", "merge",      "force",
-                                            "quiet", "status",     "save-model", "flush-denormals"};
+// The run options of `run_desc` that are switches (po::bool_switch: no value token).
+std::vector<std::string> switch_names(const po::options_description& run_desc) {
+  std::vector<std::string> out;
+  for (const auto& o : run_desc.options())
+    if (o->semantic()->max_tokens() == 0) out.push_back(o->long_name());
+  return out;
+}
 
 // For an unknown key that names a run option ("flush_denormals", "--threads" in a config file):
 // "; '--flush-denormals' is a run option, given on the command line", else "".
-std::string run_option_hint(std::string key) {
+std::string run_option_hint(std::string key, const std::vector<std::string>& switches) {
   if (key.rfind("--", 0) == 0) key = key.substr(2);
   std::replace(key.begin(), key.end(), '_', '-');
   if (std::find(kRunFlags.begin(), kRunFlags.end(), key) == kRunFlags.end()) return "";
-  const bool sw = std::find(kSwitches.begin(), kSwitches.end(), key) != kSwitches.end();
+  const bool sw = std::find(switches.begin(), switches.end(), key) != switches.end();
   return "; '--" + key + "' is a run option, given on the command line" + (sw ? " alone (a switch)" : "");
 }
 
@@ -165,6 +169,7 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
       "threads", po::value<std::string>())("quiet", po::bool_switch())("status", po::bool_switch())(
       "checkpoint-every", po::value<std::string>())("save-model", po::bool_switch())(
       "flush-denormals", po::bool_switch());
+  const std::vector<std::string> switches = switch_names(run_desc);
   for (const auto& k : inv.keys) key_desc.add_options()(k.key.c_str(), po::value<std::string>());
   // Positional arguments are collected under a hidden name only to name them in the error.
   po::options_description hidden;
@@ -180,7 +185,7 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
   // `--key=` (empty value): po rejects it with a message that does not say what is allowed.
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    for (const auto& sw : kSwitches)  // po's "does not take any arguments" names neither
+    for (const auto& sw : switches)  // po's "does not take any arguments" names neither
       if (a.rfind("--" + sw + "=", 0) == 0)
         throw ConfigError("--" + sw + ": a switch, given alone without a value (got '" + a + "')");
     if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=') {
@@ -207,7 +212,7 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
     const auto eq = given.find('=');
     const bool negative_number =
         given.size() > 1 && given[0] == '-' && std::isdigit(static_cast<unsigned char>(given[1]));
-    const std::string hint = run_option_hint(given.substr(0, eq));
+    const std::string hint = run_option_hint(given.substr(0, eq), switches);
     if (!hint.empty())
       throw ConfigError("unknown key '" + given.substr(0, eq) + "' (from the command line)" + hint);
     throw ConfigError("unknown key '" + given.substr(0, eq) + "'" +
@@ -306,7 +311,7 @@ Invocation parse_invocation(int argc, const char* const* argv, const ExperimentS
     } catch (const po::unknown_option& e) {
       const std::string key = e.get_option_name();
       const auto dot = key.find('.');
-      const std::string hint = run_option_hint(key);
+      const std::string hint = run_option_hint(key, switches);
       if (!hint.empty()) throw ConfigError("unknown key '" + key + "' (from " + inv.config_path + ")" + hint);
       throw ConfigError("unknown key '" + key + "' (from " + inv.config_path + "): " +
                         (dot == std::string::npos
