@@ -551,7 +551,8 @@ int main(int argc, char** argv) {
   // <task>_lengths is "all"); the cell files keep every row. Attention: the entries of at least
   // kMergedAttention. Gradient: every position with a nonzero norm (an underflow to 0 carries no
   // decay rate), except MQAR, which the decay-rate verdict leaves out (its loss sits on query
-  // positions spread through the sequence): every k-th distance, k = ceil(S / kGradPoints).
+  // positions spread through the sequence): every k-th distance, k = ceil(S / kGradPoints); and
+  // without the columns nothing downstream reads.
   const auto at_longest = [](const Cell& c) {
     const auto own = c.get_int_list(c.get_string("task") + "_lengths");
     return c.get_int("width") == 0 &&
@@ -572,6 +573,8 @@ int main(int argc, char** argv) {
         const long S = std::stol(f[s_col]), d = std::stol(f[d_col]);
         return d % std::max<long>(1, (S + kGradPoints - 1) / kGradPoints) == 0;
       };
+      // position is seq_len − 1 − steps_before_end; the absolute norm is read by neither.
+      t.merge_drop = {"position", "input_grad_norm"};
     }
   }
   spec.default_seeds = 3;

@@ -317,11 +317,11 @@ TEST_CASE("long_range_recall runs every task and model and writes valid tables",
   }
   // Gradient norms: init and trained, at each task's longest length (here its only one). The
   // merged view keeps every position with a nonzero norm, MQAR every k-th distance (k =
-  // ceil(S / 16) = 1 at S = 8); the cell files keep all 2·S rows per cell.
+  // ceil(S / 16) = 1 at S = 8), without position and input_grad_norm; the cell files keep all
+  // 2·S rows per cell with every column.
   const Csv grad = parse_csv(slurp(ref / "long_range_recall_grad_norms.csv"));
   CHECK(grad.header == std::vector<std::string>{"experiment", "task", "model", "length", "width", "seq_len", "seed",
-                                                "phase", "position", "steps_before_end", "input_grad_norm",
-                                                "relative_grad_norm"});
+                                                "phase", "steps_before_end", "relative_grad_norm"});
   std::map<std::string, std::set<int>> grad_dists;
   for (std::size_t i = 0; i < grad.rows.size(); ++i) {
     const std::string task = grad.at(i, "task");
@@ -341,6 +341,16 @@ TEST_CASE("long_range_recall runs every task and model and writes valid tables",
   const auto grad_meta = nlohmann::json::parse(slurp(ref / "long_range_recall.meta.json")).at("tables").at("grad_norms");
   CHECK(grad_meta.at("rows") == grad.rows.size());
   CHECK(grad_meta.at("rows_in_cells") == 5 * 2 * (28 + 8 + 8 + 8));
+  CHECK(grad_meta.at("columns_in_cells_only") == nlohmann::json::array({"position", "input_grad_norm"}));
+  std::size_t cells_with_grad_columns = 0;
+  for (const auto& e : fs::directory_iterator(ref / "cells")) {
+    if (e.path().extension() != ".json") continue;
+    const auto cols = nlohmann::json::parse(slurp(e.path())).at("tables").at("grad_norms").at("columns");
+    CHECK(std::find(cols.begin(), cols.end(), "input_grad_norm") != cols.end());
+    CHECK(std::find(cols.begin(), cols.end(), "position") != cols.end());
+    ++cells_with_grad_columns;
+  }
+  CHECK(cells_with_grad_columns > 0);
   double max_rel = 0;
   for (std::size_t i = 0; i < grad.rows.size(); ++i) max_rel = std::max(max_rel, std::stod(grad.at(i, "relative_grad_norm")));
   CHECK(max_rel == 1.0);

@@ -484,10 +484,55 @@ TEST_CASE("a table's merge filter reduces the merged CSV and the cells keep ever
   CHECK(curve_meta.at("rows") == 6);
   CHECK(curve_meta.at("rows_in_cells") == 16);
   CHECK_FALSE(meta.at("tables").at(kMainTable).contains("rows_in_cells"));
+  CHECK_FALSE(curve_meta.contains("columns_in_cells_only"));
   spec.tables[0].merge_keep = [](const Cell&, const std::vector<std::string>&) { return true; };
   const auto main_filtered = run(spec, {"--config", ini.string(), "--out", out.string(), "--merge"});
   CHECK(main_filtered.code == 1);
   CHECK_THAT(main_filtered.err, Catch::Contains("main table cannot have a merge_keep filter"));
+}
+
+TEST_CASE("a table's merge_drop columns are left out of the merged CSV and the cells keep them", "[experiment][run]") {
+  TempDir d;
+  const auto ini = write_ini(d.path, "c.ini", "n = 1,2\nseeds = 2\ncurve_rows = 3\n");
+  ExperimentSpec spec = toy_spec();
+  spec.tables[1].merge_drop = {"step"};
+  spec.tables[1].merge_keep = [](const Cell&, const std::vector<std::string>& f) {
+    return f.size() == 5 && f[3] != "2";  // the filter still sees every field: steps other than 2
+  };
+  const fs::path out = d.path / "res";
+  const auto r = run(spec, {"--config", ini.string(), "--out", out.string(), "--quiet"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const std::string curve = slurp(out / "toy_curve.csv");
+  CHECK(curve.rfind("experiment,n,seed,loss\n", 0) == 0);
+  CHECK(count_lines(curve) == 1 + 2 * 2 * 2);  // header + (n = 1, 2) x seeds 0, 1 x steps 1, 3
+  CHECK_THAT(curve, Catch::Contains("toy,1,0,1\n"));          // step 1: loss 1
+  CHECK_THAT(curve, Catch::Contains("toy,2,1,0.333333"));      // step 3: loss 1/3
+  CHECK_THAT(curve, !Catch::Contains(",0.5\n"));               // step 2 filtered out
+  const auto meta = nlohmann::json::parse(slurp(out / "toy.meta.json"));
+  const auto& curve_meta = meta.at("tables").at("curve");
+  INFO(curve_meta.dump());
+  CHECK(curve_meta.at("columns") == nlohmann::json::array({"experiment", "n", "seed", "loss"}));
+  CHECK(curve_meta.at("columns_in_cells_only") == nlohmann::json::array({"step"}));
+  std::size_t cells = 0;
+  for (const auto& e : fs::directory_iterator(out / "cells")) {
+    if (e.path().extension() != ".json") continue;
+    const auto t = nlohmann::json::parse(slurp(e.path())).at("tables").at("curve");
+    CHECK(t.at("columns") == nlohmann::json::array({"experiment", "n", "seed", "step", "loss"}));
+    CHECK(t.at("rows").size() == 3);
+    ++cells;
+  }
+  CHECK(cells == 4);
+
+  spec.tables[1].merge_drop = {"no_such_column"};
+  const auto unknown = run(spec, {"--config", ini.string(), "--out", out.string(), "--merge"});
+  CHECK(unknown.code == 1);
+  CHECK_THAT(unknown.err, Catch::Contains("merge_drop column 'no_such_column' is not one of its columns"));
+  spec.tables[1].merge_drop = {};
+  spec.tables[0].merge_drop = {"time_s"};
+  const auto main_dropped = run(spec, {"--config", ini.string(), "--out", out.string(), "--merge"});
+  CHECK(main_dropped.code == 1);
+  CHECK_THAT(main_dropped.err, Catch::Contains("main table cannot have merge_drop columns"));
 }
 
 TEST_CASE("a table declared optional keeps the cells stored before it valid", "[experiment][run]") {

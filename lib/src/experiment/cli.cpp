@@ -549,6 +549,17 @@ void check_spec(const ExperimentSpec& spec) {
     throw std::logic_error("ExperimentSpec " + spec.name +
                            ": the main table cannot have a merge_keep filter (it is merged whole)");
   }
+  if (!spec.tables.front().merge_drop.empty()) {
+    throw std::logic_error("ExperimentSpec " + spec.name +
+                           ": the main table cannot have merge_drop columns (it is merged whole)");
+  }
+  for (const auto& t : spec.tables) {
+    for (const auto& c : t.merge_drop) {
+      if (std::find(t.columns.begin(), t.columns.end(), c) == t.columns.end())
+        throw std::logic_error("ExperimentSpec " + spec.name + ": table '" + t.name + "': merge_drop column '" + c +
+                               "' is not one of its columns");
+    }
+  }
   if (spec.tables.front().optional) {
     throw std::logic_error("ExperimentSpec " + spec.name + ": the main table cannot be optional (every cell has it)");
   }

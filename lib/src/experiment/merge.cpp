@@ -1,6 +1,7 @@
 // --merge: cells into CSVs and meta.json (merge.hpp).
 #include "merge.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <set>
@@ -59,19 +60,35 @@ int merge(const Invocation& inv, const ExperimentSpec& spec, const std::string& 
   std::vector<std::string> order;
   for (const auto& decl : spec.tables) {
     Table merged;
-    merged.columns = decl.columns;
+    std::vector<std::size_t> kept;  // indices into decl.columns of the merged columns
+    for (std::size_t c = 0; c < decl.columns.size(); ++c) {
+      if (std::find(decl.merge_drop.begin(), decl.merge_drop.end(), decl.columns[c]) != decl.merge_drop.end())
+        continue;
+      kept.push_back(c);
+      merged.columns.push_back(decl.columns[c]);
+    }
     std::size_t in_cells = 0;
     for (std::size_t i = 0; i < stored.size(); ++i) {
       if (decl.optional && !stored[i].at("tables").contains(decl.name)) continue;  // an older cell
       const Table t = Table::from_json(stored[i].at("tables").at(decl.name));
       in_cells += t.rows.size();
-      for (const auto& row : t.rows)
-        if (!decl.merge_keep || decl.merge_keep(*stored_cells[i], row)) merged.rows.push_back(row);
+      for (const auto& row : t.rows) {
+        if (decl.merge_keep && !decl.merge_keep(*stored_cells[i], row)) continue;
+        if (kept.size() == row.size()) {
+          merged.rows.push_back(row);
+          continue;
+        }
+        std::vector<std::string> fields;
+        fields.reserve(kept.size());
+        for (const std::size_t c : kept) fields.push_back(row.at(c));
+        merged.rows.push_back(std::move(fields));
+      }
     }
     const std::string file =
         decl.name == kMainTable ? spec.name + ".csv" : spec.name + "_" + decl.name + ".csv";
     files[decl.name] = {{"file", file}, {"rows", merged.rows.size()}, {"columns", merged.columns}};
     if (decl.merge_keep) files[decl.name]["rows_in_cells"] = in_cells;
+    if (!decl.merge_drop.empty()) files[decl.name]["columns_in_cells_only"] = decl.merge_drop;
     outputs.emplace_back(out / file, merged.to_csv());
     order.push_back(decl.name);
   }

@@ -95,6 +95,12 @@ struct TableSpec {
   /// both counts ("rows", "rows_in_cells"). Empty (the default): every row is merged. Not for the
   /// main table (run_experiment: a programming error, exit 1).
   MergeKeep merge_keep;
+  /// Optional, with merge_keep for the same reason: columns of `columns` that the merged
+  /// <name>_<table>.csv leaves out (measurements no figure or verdict reads, or values another
+  /// column gives); the cell files keep them, merge_keep still sees every field, and meta.json
+  /// lists them ("columns_in_cells_only"). Empty (the default): every column is merged. Each must
+  /// be one of `columns`; not for the main table (run_experiment: a programming error, exit 1).
+  std::vector<std::string> merge_drop;
   /// A table declared after cells were stored (e.g. a new measurement of some arms): a stored
   /// cell without it is still valid (not corrupt) and contributes no rows to the merge; a cell
   /// that has it is checked as any other. Cells written now always have it (CellOutput). false
