@@ -9,6 +9,9 @@
 #include <vector>
 
 #include <xsimd/xsimd.hpp>
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "fused_attention.hpp"
 #include "head_gemm.hpp"
@@ -92,26 +95,72 @@ void normalize_rows_backward(float* g, const float* xhat, std::size_t rows, std:
   }
 }
 
-float max_of(const float* x, std::size_t n) {
-  float m = kNegInf;
-  std::size_t j = 0;
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
-  if (n >= kLanes) {
-    FBatch bm(kNegInf);
-    for (; j + kLanes <= n; j += kLanes) bm = xsimd::max(bm, FBatch::load_unaligned(x + j));
-    alignas(64) float lanes[kLanes];
-    bm.store_aligned(lanes);
-    for (std::size_t l = 0; l < kLanes; ++l) m = std::max(m, lanes[l]);
-  }
+/// x[0, n) for 0 < n < kLanes as one register, lanes n.. set to `fill`; and its inverse, which
+/// writes lanes 0..n-1 only. Under AVX-512 and AVX2 a masked load and store: a register-wide
+/// buffer filled element by element and then loaded whole stalls on store forwarding, which on
+/// causal rows (mostly short or ragged) cost more than the rest of the row.
+FBatch load_tail(const float* x, std::size_t n, float fill) {
+#if defined(__AVX512F__)
+  return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), static_cast<__mmask16>((1u << n) - 1u), x);
+#elif defined(__AVX2__)
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256 on = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lanes));
+  return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(x, _mm256_castps_si256(on)), on);
+#else
+  alignas(64) float buf[kLanes];
+  std::fill(buf, buf + kLanes, fill);
+  std::copy(x, x + n, buf);
+  return FBatch::load_aligned(buf);
 #endif
-  for (; j < n; ++j) m = std::max(m, x[j]);
+}
+
+void store_tail(float* x, std::size_t n, const FBatch& v) {
+#if defined(__AVX512F__)
+  _mm512_mask_storeu_ps(x, static_cast<__mmask16>((1u << n) - 1u), v);
+#elif defined(__AVX2__)
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  _mm256_maskstore_ps(x, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lanes), v);
+#else
+  alignas(64) float buf[kLanes];
+  v.store_aligned(buf);
+  std::copy(buf, buf + n, x);
+#endif
+}
+
+/// The largest lane of v.
+float lane_max(const FBatch& v) {
+#if defined(__AVX512F__)
+  return _mm512_reduce_max_ps(v);
+#else
+  alignas(64) float lanes[kLanes];
+  v.store_aligned(lanes);
+  float m = lanes[0];
+  for (std::size_t l = 1; l < kLanes; ++l) m = std::max(m, lanes[l]);
   return m;
+#endif
+}
+#endif
+
+float max_of(const float* x, std::size_t n) {
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+  if (n == 0) return kNegInf;
+  FBatch bm(kNegInf);
+  std::size_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) bm = xsimd::max(bm, FBatch::load_unaligned(x + j));
+  if (j < n) bm = xsimd::max(bm, load_tail(x + j, n - j, kNegInf));
+  return lane_max(bm);
+#else
+  float m = kNegInf;
+  for (std::size_t j = 0; j < n; ++j) m = std::max(m, x[j]);
+  return m;
+#endif
 }
 
 /// x[j] <- exp(x[j] - m) for j < n (exp(−∞) = 0); returns Σ_j x[j]. With SIMD, every exp is a
-/// vector one, the n mod kLanes tail too (through a register-wide buffer padded with −∞, which
-/// adds 0): causal rows are mostly short or ragged (query i sees i + 1 keys), and the tail's
-/// scalar std::exp calls cost more than the rest of the row.
+/// vector one, the n mod kLanes tail too (load_tail pads it with −∞, which adds 0): causal rows
+/// are mostly short or ragged (query i sees i + 1 keys), and the tail's scalar std::exp calls
+/// cost more than the rest of the row.
 float exp_shift_sum(float* x, std::size_t n, float m) {
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
   const FBatch bmax(m);
@@ -123,12 +172,8 @@ float exp_shift_sum(float* x, std::size_t n, float m) {
     bs += e;
   }
   if (j < n) {
-    alignas(64) float tail[kLanes];
-    std::fill(tail, tail + kLanes, kNegInf);
-    std::copy(x + j, x + n, tail);
-    const FBatch e = xsimd::exp(FBatch::load_aligned(tail) - bmax);
-    e.store_aligned(tail);
-    std::copy(tail, tail + (n - j), x + j);
+    const FBatch e = xsimd::exp(load_tail(x + j, n - j, kNegInf) - bmax);
+    store_tail(x + j, n - j, e);
     bs += e;
   }
   return xsimd::hadd(bs);
