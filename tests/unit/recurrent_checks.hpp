@@ -366,6 +366,47 @@ void check_stateless_and_additive(const Make& make) {
   }
 }
 
+/// forward_time_major / backward_time_major give the bits of forward / backward: the states as
+/// [T·B, H] rows (row t·B + b of out[b, t]), dx, every parameter gradient and hidden_grad_norms,
+/// with dy written time-major into output_grad_time_major(); B = 32 also runs the transposed
+/// steps. Before any forward the three accessors throw std::logic_error.
+template <class M, class Make>
+void check_time_major(const Make& make) {
+  for (const std::size_t B : {std::size_t{3}, std::size_t{32}}) {
+    INFO("batch " << B);
+    Rng rng(9);
+    const std::size_t T = 5, D = 3, H = 7, L = 2;
+    M ref = make(D, H, L, rng);
+    M tm = ref;
+    CHECK_THROWS_WITH(tm.output_time_major(), Catch::Contains("no forward has run"));
+    CHECK_THROWS_WITH(tm.output_grad_time_major(), Catch::Contains("no forward has run"));
+    CHECK_THROWS_WITH(tm.backward_time_major(), Catch::Contains("no forward has run"));
+    const Tensor3 x = random3(B, T, D, rng), dy = random3(B, T, H, rng);
+    const Tensor3 out = ref.forward(x);
+    tm.forward_time_major(x);
+    const float* rows = tm.output_time_major();
+    std::size_t out_diff = 0;
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t j = 0; j < H; ++j) out_diff += rows[(t * B + b) * H + j] != out(b, t, j);
+    CHECK(out_diff == 0);
+    const Tensor3 dx = ref.backward(dy);
+    float* g = tm.output_grad_time_major();
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t t = 0; t < T; ++t) std::copy(&dy(b, t, 0), &dy(b, t, 0) + H, g + (t * B + b) * H);
+    CHECK(bool(tm.backward_time_major() == dx));
+    CHECK_THROWS_WITH(tm.backward_time_major(), Catch::Contains("call output_grad_time_major and fill it first"));
+    const auto pr = ref.parameters(), pt = tm.parameters();
+    REQUIRE(pr.size() == pt.size());
+    for (std::size_t i = 0; i < pr.size(); ++i) {
+      INFO("parameter " << i);
+      CHECK(frobenius(pr[i]->grad) > 0.0);
+      CHECK(bool(pr[i]->grad == pt[i]->grad));
+    }
+    CHECK(bool(ref.hidden_grad_norms() == tm.hidden_grad_norms()));
+  }
+}
+
 /// Zero sizes, shape errors naming the argument (each part of the state on its own), and calls
 /// out of order.
 template <class M, class Make>

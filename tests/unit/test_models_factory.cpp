@@ -16,6 +16,11 @@
 #include "seqlab/models/factory.hpp"
 #include "seqlab/models/recurrent_model.hpp"
 #include "seqlab/models/tcn_model.hpp"
+#include "seqlab/nn/gru.hpp"
+#include "seqlab/nn/linear.hpp"
+#include "seqlab/nn/lstm.hpp"
+#include "seqlab/nn/rnn.hpp"
+#include "fixtures.hpp"
 
 using namespace seqlab;
 
@@ -680,3 +685,83 @@ TEST_CASE("Misuse of forward and backward throws", "[models][errors]") {
   CHECK_THROWS_AS(RecurrentModel(t, rng), std::invalid_argument);
   CHECK_THROWS_AS(TCNModel(tiny("gru"), rng), std::invalid_argument);
 }
+
+namespace {
+std::size_t count_differing(const xt::xarray<float>& a, const xt::xarray<float>& b) {
+  REQUIRE(a.shape() == b.shape());
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) n += a.data()[i] != b.data()[i];
+  return n;
+}
+
+/// A per-position recurrent model (raw linear input) against its layer and a Linear head run
+/// batch-first by hand, with the model's parameters: logits, dL/dx, every recurrent gradient, the
+/// head's bias gradient and the step norms bit for bit; the head's weight gradient within float
+/// summation order (the time-major head sums its rows in another order).
+template <class Layer>
+void check_against_parts(const std::string& family, std::size_t L, std::size_t B, float dropout, bool eval,
+                         int backwards) {
+  INFO(family << " L=" << L << " B=" << B << " dropout=" << dropout << " eval=" << eval << " backwards=" << backwards);
+  ModelConfig c;
+  c.model = family;
+  c.input = "linear";
+  c.input_size = 4;
+  c.embedding_dim = 0;
+  c.hidden_size = 9;
+  c.num_layers = L;
+  c.output_size = 5;
+  c.dropout = dropout;
+  Rng rng(5);
+  auto m = make_model(c, rng);
+  if (eval) m->set_training(false);
+  Layer layer(4, 9, L, rng);
+  Linear head(9, 5, rng);
+  const auto named = m->named_parameters();
+  std::vector<NamedParameter> lp;
+  layer.collect_parameters("", lp);
+  REQUIRE(named.size() == lp.size() + 2);
+  for (std::size_t i = 0; i < lp.size(); ++i) lp[i].param->value = named[i].param->value;
+  head.weight.value = named[lp.size()].param->value;
+  head.bias.value = named[lp.size() + 1].param->value;
+  const std::size_t T = 6;
+  Tensor3 x({B, T, 4}), dy({B, T, 5}), other({B + 1, T + 2, 4});
+  rng.fill_normal(x, 0.0f, 1.0f);
+  rng.fill_normal(dy, 0.0f, 1.0f);
+  rng.fill_normal(other, 0.0f, 1.0f);
+  m->forward(other);  // a forward of another shape first
+  const Tensor3 y = m->forward(x);
+  CHECK(count_differing(y, head.forward(layer.forward(x))) == 0);
+  Tensor3 dx;
+  for (int k = 0; k < backwards; ++k) {
+    m->backward(dy);
+    dx = layer.backward(head.backward(dy));
+  }
+  CHECK(count_differing(m->input_grad(), dx) == 0);
+  for (std::size_t i = 0; i < lp.size(); ++i) {
+    INFO(named[i].key);
+    CHECK(count_differing(named[i].param->grad, lp[i].param->grad) == 0);
+  }
+  // Sums over B·T rows in another order: a few float ulps of the largest element, anywhere.
+  double scale = 0.0;
+  for (const float g : head.weight.grad) scale = std::max(scale, std::abs(static_cast<double>(g)));
+  const std::string dw =
+      test::compare_close(named[lp.size()].param->grad, xt::cast<double>(head.weight.grad), 1e-5, 1e-6 * scale);
+  INFO(dw);
+  CHECK(dw.empty());
+  CHECK(scale > 0.0);
+  CHECK(count_differing(named[lp.size() + 1].param->grad, head.bias.grad) == 0);
+  CHECK(count_differing(m->step_grad_norms(), layer.hidden_grad_norms()) == 0);
+}
+}  // namespace
+
+TEST_CASE("recurrent models give the values of their layer and head run batch-first", "[models][factory]") {
+  for (const std::size_t L : {std::size_t{1}, std::size_t{2}})
+    for (const std::size_t B : {std::size_t{3}, std::size_t{32}})
+      for (const auto& [dropout, eval] : {std::pair<float, bool>{0.0f, false}, {0.3f, true}, {0.0f, true}})
+        for (const int backwards : {1, 2}) {
+          check_against_parts<RNN>("rnn", L, B, dropout, eval, backwards);
+          check_against_parts<LSTM>("lstm", L, B, dropout, eval, backwards);
+          check_against_parts<GRU>("gru", L, B, dropout, eval, backwards);
+        }
+}
+

@@ -108,3 +108,7 @@ TEST_CASE("GRU forward is stateless across calls and backward adds into grads", 
 TEST_CASE("GRU rejects bad shapes and misuse", "[nn][gru][errors]") {
   test::check_errors<GRU>(make_gru);
 }
+
+TEST_CASE("GRU time-major forward and backward give the bits of forward and backward", "[nn][gru]") {
+  test::check_time_major<GRU>(make_gru);
+}

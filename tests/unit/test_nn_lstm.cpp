@@ -100,3 +100,7 @@ TEST_CASE("LSTM rejects bad shapes and misuse", "[nn][lstm][errors]") {
   // Also checks a wrong c alone (state0.c, dfinal.c) with a right h.
   test::check_errors<LSTM>(make_lstm);
 }
+
+TEST_CASE("LSTM time-major forward and backward give the bits of forward and backward", "[nn][lstm]") {
+  test::check_time_major<LSTM>(make_lstm);
+}

@@ -287,3 +287,7 @@ TEST_CASE("RNN steps of a large batch (transposed products) match the steps of o
     }
   }
 }
+
+TEST_CASE("RNN time-major forward and backward give the bits of forward and backward", "[nn][rnn]") {
+  test::check_time_major<RNN>(make_tanh);
+}

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "../nn/recurrent_common.hpp"
+
 namespace seqlab {
 
 std::variant<RNN, LSTM, GRU> RecurrentModel::make_layer(const ModelConfig& cfg, Rng& rng) {
@@ -57,6 +59,36 @@ Tensor3 RecurrentModel::body_backward(const Tensor3& dh, Tensor2& step_norms) {
   const Tensor3& g = out_drop_.last_was_identity() ? dh : masked;
   const Tensor3 dv = std::visit([&](auto& l) {
     Tensor3 d = l.backward(g);
+    step_norms = l.hidden_grad_norms();  // [L, T]
+    return d;
+  }, layer_);
+  return in_drop_.backward(dv);
+}
+
+Tensor3 RecurrentModel::body_head_forward(const Tensor3& u) {
+  head_time_major_ = false;
+  if (out_drop_.p() != 0.0f && out_drop_.training()) return InputBodyHeadModel::body_head_forward(u);
+  const Tensor3 v = in_drop_.forward(u);  // v = drop(u); the output dropout is the identity
+  const std::size_t B = v.shape()[0], T = v.shape()[1], O = head->out_features();
+  const float* h_tm = std::visit([&](auto& l) {
+    l.forward_time_major(v);
+    return l.output_time_major();  // [T·B, H], row t·B + b
+  }, layer_);
+  const Tensor2 y_tm = head->forward_borrowed_rows(h_tm, T * B);  // [T·B, O]
+  Tensor3 y({B, T, O});
+  detail::swap_leading_axes(y_tm.data(), y.data(), T, B, O);
+  head_time_major_ = true;
+  return y;
+}
+
+Tensor3 RecurrentModel::body_head_backward(const Tensor3& dlogits, Tensor2& step_norms) {
+  if (!head_time_major_) return InputBodyHeadModel::body_head_backward(dlogits, step_norms);
+  const std::size_t B = dlogits.shape()[0], T = dlogits.shape()[1], O = dlogits.shape()[2];
+  Tensor2 dy_tm({T * B, O});
+  detail::swap_leading_axes(dlogits.data(), dy_tm.data(), B, T, O);
+  const Tensor3 dv = std::visit([&](auto& l) {
+    head->backward_rows_into(dy_tm.data(), T * B, l.output_grad_time_major());
+    Tensor3 d = l.backward_time_major();
     step_norms = l.hidden_grad_norms();  // [L, T]
     return d;
   }, layer_);

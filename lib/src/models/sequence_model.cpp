@@ -77,12 +77,26 @@ Tensor3 InputBodyHeadModel::forward(const Tensor3& x) {
   return run(input ? input->forward(x) : x);
 }
 
+Tensor3 InputBodyHeadModel::body_head_forward(const Tensor3& u) {
+  return head->forward(body_forward(u));  // [B, T, O]; the body's output becomes the head's cache
+}
+
+Tensor3 InputBodyHeadModel::body_head_backward(const Tensor3& dlogits, Tensor2& step_norms) {
+  return body_backward(head->backward(dlogits), step_norms);
+}
+
 Tensor3 InputBodyHeadModel::run(const Tensor3& u) {
+  if (!cfg_.last_position()) {
+    Tensor3 y = body_head_forward(u);  // [B, T, O]
+    B_ = y.shape()[0];
+    T_ = y.shape()[1];
+    has_forward_ = true;
+    return y;
+  }
   Tensor3 h = body_forward(u);  // [B, T, H]
   B_ = h.shape()[0];
   T_ = h.shape()[1];
   has_forward_ = true;
-  if (!cfg_.last_position()) return head->forward(std::move(h));  // [B, T, O]; h becomes its cache
   // last_position: the head reads h[:, T-1] only.
   const std::size_t H = h.shape()[2];
   Tensor2 last({B_, H});
@@ -99,22 +113,22 @@ Tensor3 InputBodyHeadModel::run(const Tensor3& u) {
 void InputBodyHeadModel::backward(const Tensor3& dlogits) {
   if (!has_forward_) throw std::logic_error(cfg_.model + " model.backward: called before forward");
   const std::size_t O = cfg_.output_size, H = cfg_.body_output_size();
-  Tensor3 dh;
+  Tensor3 du;  // [B, T, E]
   if (!cfg_.last_position()) {
     check_shape((cfg_.model + " model.backward: dlogits").c_str(), dlogits,
                 {static_cast<long>(B_), static_cast<long>(T_), static_cast<long>(O)});
-    dh = head->backward(dlogits);
+    du = body_head_backward(dlogits, step_norms_);
   } else {
     check_shape((cfg_.model + " model.backward: dlogits").c_str(), dlogits,
                 {static_cast<long>(B_), 1, static_cast<long>(O)});
     Tensor2 dy({B_, O});
     std::copy(dlogits.begin(), dlogits.end(), dy.begin());
     const Tensor2 dlast = head->backward(dy);  // [B, H]
-    dh = xt::zeros<float>({B_, T_, H});        // no gradient reaches the head at t < T-1
+    Tensor3 dh = xt::zeros<float>({B_, T_, H});  // no gradient reaches the head at t < T-1
     for (std::size_t b = 0; b < B_; ++b)
       std::copy(dlast.data() + b * H, dlast.data() + (b + 1) * H, dh.data() + (b * T_ + T_ - 1) * H);
+    du = body_backward(dh, step_norms_);
   }
-  const Tensor3 du = body_backward(dh, step_norms_);  // [B, T, E]
   input_norms_ = step_norms(du);
   if (embedding) {
     embedding->backward(du);

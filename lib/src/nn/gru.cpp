@@ -19,6 +19,11 @@ GRU::GRU(std::size_t input_size, std::size_t hidden_size, std::size_t num_layers
 
 Tensor3 GRU::forward(const Tensor3& x, const Tensor3* h0) {
   begin_forward(x, {{"h0", h0}});
+  forward_steps(h0);
+  return finish_forward();
+}
+
+void GRU::forward_steps(const Tensor3* h0) {
   const std::size_t B = B_, T = T_, H = hidden_size_;
   const std::size_t G = 3 * H, BH = B * H, BG = B * G;
   final_.resize({num_layers_, B, H});
@@ -73,7 +78,6 @@ Tensor3 GRU::forward(const Tensor3& x, const Tensor3* h0) {
     std::memcpy(final_.data() + k * BH, hs + T * BH, BH * sizeof(float));
   }
 
-  return finish_forward();
 }
 
 const Tensor3& GRU::final_state() const {
@@ -83,6 +87,11 @@ const Tensor3& GRU::final_state() const {
 
 Tensor3 GRU::backward(const Tensor3& dy, const Tensor3* dh_n) {
   begin_backward(dy, {{"dh_n", dh_n}});
+  backward_steps(dh_n);
+  return finish_backward();
+}
+
+void GRU::backward_steps(const Tensor3* dh_n) {
   const std::size_t B = B_, T = T_, H = hidden_size_, L = num_layers_;
   const std::size_t G = 3 * H, BH = B * H, BG = B * G;
   dgi_.resize({T, B, G});
@@ -163,7 +172,6 @@ Tensor3 GRU::backward(const Tensor3& dy, const Tensor3* dh_n) {
     // (layer kk-1's output gradient, or dL/dx).
     backward_affine(kk, dgi, dgh);
   }
-  return finish_backward();
 }
 
 const Tensor3& GRU::initial_state_grad() const {

@@ -134,6 +134,25 @@ Tensor3 Linear::forward3(const Tensor3& x, bool borrow) {
   return y;
 }
 
+Tensor2 Linear::forward_borrowed_rows(const float* x, std::size_t n) {
+  check_parameters();
+  borrowed_ = x;
+  rows_ = n;
+  cached_ = true;
+  Tensor2 y({n, out_});
+  forward_rows(x, n, y.data());
+  return y;
+}
+
+void Linear::backward_rows_into(const float* dy, std::size_t n, float* dx) {
+  if (!cached_) throw std::logic_error("Linear.backward: called before forward");
+  if (n != rows_)
+    throw ShapeError("Linear.backward: dy has " + std::to_string(n) + " rows; the last forward had " +
+                     std::to_string(rows_));
+  check_parameters();
+  backward_rows(dy, n, dx);
+}
+
 Tensor3 Linear::forward(Tensor3&& x) {
   check_shape("Linear.forward: x", x, {-1, -1, static_cast<long>(in_)});
   check_parameters();

@@ -21,6 +21,11 @@ Tensor3 LSTM::forward(const Tensor3& x, const LSTMState* state0) {
   const Tensor3* h0 = state0 ? &state0->h : nullptr;
   const Tensor3* c0 = state0 ? &state0->c : nullptr;
   begin_forward(x, {{"state0.h", h0}, {"state0.c", c0}});
+  forward_steps(h0, c0);
+  return finish_forward();
+}
+
+void LSTM::forward_steps(const Tensor3* h0, const Tensor3* c0) {
   const std::size_t B = B_, T = T_, H = hidden_size_;
   const std::size_t G = 4 * H, BH = B * H, BG = B * G;
   final_.h.resize({num_layers_, B, H});
@@ -76,7 +81,6 @@ Tensor3 LSTM::forward(const Tensor3& x, const LSTMState* state0) {
     std::memcpy(final_.c.data() + k * BH, cs + T * BH, BH * sizeof(float));
   }
 
-  return finish_forward();
 }
 
 const LSTMState& LSTM::final_state() const {
@@ -88,6 +92,11 @@ Tensor3 LSTM::backward(const Tensor3& dy, const LSTMState* dfinal) {
   const Tensor3* dh_n = dfinal ? &dfinal->h : nullptr;
   const Tensor3* dc_n = dfinal ? &dfinal->c : nullptr;
   begin_backward(dy, {{"dfinal.h", dh_n}, {"dfinal.c", dc_n}});
+  backward_steps(dh_n, dc_n);
+  return finish_backward();
+}
+
+void LSTM::backward_steps(const Tensor3* dh_n, const Tensor3* dc_n) {
   const std::size_t B = B_, T = T_, H = hidden_size_, L = num_layers_;
   const std::size_t G = 4 * H, BH = B * H, BG = B * G;
   dgates_.resize({T, B, G});
@@ -158,7 +167,6 @@ Tensor3 LSTM::backward(const Tensor3& dy, const LSTMState* dfinal) {
     // gradients and the input gradient (layer kk-1's output gradient, or dL/dx).
     backward_affine(kk, dg, dg);
   }
-  return finish_backward();
 }
 
 const LSTMState& LSTM::initial_state_grad() const {

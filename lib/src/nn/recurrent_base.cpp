@@ -78,6 +78,7 @@ void RecurrentBase::begin_forward(const Tensor3& x, std::initializer_list<StateA
                   {static_cast<long>(num_layers_), static_cast<long>(B), static_cast<long>(H)});
   has_forward_ = false;
   has_backward_ = false;
+  grad_handed_out_ = false;
   B_ = B;
   T_ = T;
   x_tm_.resize({T, B, D});
@@ -144,7 +145,7 @@ const float* RecurrentBase::layer_input(std::size_t k) const {
 
 void RecurrentBase::begin_backward(const Tensor3& dy, std::initializer_list<StateArg> state_grads) {
   if (!has_forward_) throw std::logic_error(name_ + ".backward called before forward");
-  const std::size_t B = B_, T = T_, D = input_size_, H = hidden_size_, L = num_layers_;
+  const std::size_t B = B_, T = T_, H = hidden_size_, L = num_layers_;
   const long Bs = static_cast<long>(B), Hs = static_cast<long>(H);
   check_shape((name_ + ".backward dy [B, T, H]").c_str(), dy, {Bs, static_cast<long>(T), Hs});
   for (const StateArg& s : state_grads)
@@ -152,13 +153,46 @@ void RecurrentBase::begin_backward(const Tensor3& dy, std::initializer_list<Stat
       check_shape((name_ + ".backward " + s.name + " [L, B, H]").c_str(), *s.value,
                   {static_cast<long>(L), Bs, Hs});
   has_backward_ = false;
+  grad_handed_out_ = false;
+  size_backward_buffers();
+  swap_leading_axes(dy.data(), hidden_grad(L - 1), B, T, H);
+}
 
+void RecurrentBase::size_backward_buffers() {
+  const std::size_t B = B_, T = T_, D = input_size_, H = hidden_size_;
   dh_a_.resize({T, B, H});
   dh_b_.resize({T, B, H});
   dx_tm_.resize({T, B, D});
   dbias_.resize({2 * gate_rows_});
-  grad_norms_.resize({L, T});
-  swap_leading_axes(dy.data(), hidden_grad(L - 1), B, T, H);
+  grad_norms_.resize({num_layers_, T});
+}
+
+void RecurrentBase::forward_time_major(const Tensor3& x) {
+  begin_forward(x, {});
+  run_forward_steps();
+  has_forward_ = true;
+}
+
+const float* RecurrentBase::output_time_major() const {
+  require_forward("output_time_major");
+  return hs_.back().data() + B_ * hidden_size_;
+}
+
+float* RecurrentBase::output_grad_time_major() {
+  require_forward("output_grad_time_major");
+  has_backward_ = false;
+  size_backward_buffers();
+  grad_handed_out_ = true;
+  return hidden_grad(num_layers_ - 1);
+}
+
+Tensor3 RecurrentBase::backward_time_major() {
+  require_forward("backward_time_major");
+  if (!grad_handed_out_)
+    throw std::logic_error(name_ + ".backward_time_major: call output_grad_time_major and fill it first");
+  grad_handed_out_ = false;  // the buffer is scratch from here on
+  run_backward_steps();
+  return finish_backward();
 }
 
 float* RecurrentBase::hidden_grad(std::size_t k) {

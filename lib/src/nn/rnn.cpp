@@ -36,6 +36,11 @@ RNN::RNN(std::size_t input_size, std::size_t hidden_size, std::size_t num_layers
 
 Tensor3 RNN::forward(const Tensor3& x, const Tensor3* h0) {
   begin_forward(x, {{"h0", h0}});
+  forward_steps(h0);
+  return finish_forward();
+}
+
+void RNN::forward_steps(const Tensor3* h0) {
   const std::size_t B = B_, T = T_, H = hidden_size_;
   const std::size_t BH = B * H;
   final_.resize({num_layers_, B, H});
@@ -80,7 +85,6 @@ Tensor3 RNN::forward(const Tensor3& x, const Tensor3* h0) {
     }
     std::memcpy(final_.data() + k * BH, hs + T * BH, BH * sizeof(float));
   }
-  return finish_forward();
 }
 
 const Tensor3& RNN::final_state() const {
@@ -90,6 +94,11 @@ const Tensor3& RNN::final_state() const {
 
 Tensor3 RNN::backward(const Tensor3& dy, const Tensor3* dh_n) {
   begin_backward(dy, {{"dh_n", dh_n}});
+  backward_steps(dh_n);
+  return finish_backward();
+}
+
+void RNN::backward_steps(const Tensor3* dh_n) {
   const std::size_t B = B_, T = T_, H = hidden_size_, L = num_layers_;
   const std::size_t BH = B * H;
   dh0_.resize({L, B, H});
@@ -154,7 +163,6 @@ Tensor3 RNN::backward(const Tensor3& dy, const Tensor3* dh_n) {
     // parameter gradients and the input gradient (layer kk-1's output gradient, or dL/dx).
     backward_affine(kk, dh, dh);
   }
-  return finish_backward();
 }
 
 const Tensor3& RNN::initial_state_grad() const {

@@ -46,6 +46,12 @@ class RecurrentModel : public InputBodyHeadModel {
  protected:
   Tensor3 body_forward(const Tensor3& u) override;
   Tensor3 body_backward(const Tensor3& dh, Tensor2& step_norms) override;
+  /// Where the output dropout is the identity (eval, or dropout = 0): the head reads the layer's
+  /// time-major states (RecurrentBase::forward_time_major) and writes its input gradient into the
+  /// layer's time-major buffer, so only the [T, B, O] logits are reordered, not the [T, B, H]
+  /// states and their gradient. Otherwise the default (body_forward, then the head).
+  Tensor3 body_head_forward(const Tensor3& u) override;
+  Tensor3 body_head_backward(const Tensor3& dlogits, Tensor2& step_norms) override;
   void collect_body_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
   void set_body_training(bool training) override;
   void collect_body_buffers(const std::string& prefix, std::vector<NamedBuffer>& out) override;
@@ -55,6 +61,7 @@ class RecurrentModel : public InputBodyHeadModel {
   std::variant<RNN, LSTM, GRU> make_layer(const ModelConfig& cfg, Rng& rng);
   std::variant<RNN, LSTM, GRU> layer_;
   Dropout in_drop_, out_drop_;
+  bool head_time_major_ = false;  // the last body_head_forward took the time-major path
 };
 
 }  // namespace seqlab

@@ -112,6 +112,13 @@ class InputBodyHeadModel : public SequenceModel {
   /// dh [B, T, H] -> du [B, T, E]; ADDS into the body's parameter grads and fills
   /// step_norms [L, T] (resized by the callee).
   virtual Tensor3 body_backward(const Tensor3& dh, Tensor2& step_norms) = 0;
+  /// Body and head on every position: logits [B, T, O] of the body input u [B, T, E], and its
+  /// backward, dlogits [B, T, O] -> du [B, T, E] (step_norms as body_backward's). By default
+  /// head->forward(body_forward(u)) and body_backward(head->backward(dlogits)); a body whose
+  /// states are time-major overrides both to feed the head those rows directly (the head maps
+  /// each position alone, so only the rows' order differs). Not used with last_position().
+  virtual Tensor3 body_head_forward(const Tensor3& u);
+  virtual Tensor3 body_head_backward(const Tensor3& dlogits, Tensor2& step_norms);
   virtual void collect_body_parameters(const std::string& prefix,
                                        std::vector<NamedParameter>& out) = 0;
   virtual void set_body_training(bool training) = 0;

@@ -64,6 +64,13 @@ class GRU : public RecurrentBase {
   // after backward), collect_parameters.
 
  private:
+  // forward after begin_forward (states checked; nullptr: zeros), backward after begin_backward
+  // (the output gradient in hidden_grad(L-1)); the finish_* calls are the caller's.
+  void forward_steps(const Tensor3* h0);
+  void backward_steps(const Tensor3* dh_n);
+  void run_forward_steps() override { forward_steps(nullptr); }
+  void run_backward_steps() override { backward_steps(nullptr); }
+
   /// Forward caches of one layer, time-major (h_0..h_T are RecurrentBase::hs_).
   struct LayerCache {
     Tensor3 gates;  // [T, B, 3H]: activated r, z, n at step t

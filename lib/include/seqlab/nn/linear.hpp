@@ -53,6 +53,16 @@ class Linear : public Module {
   /// forward.
   Tensor3 forward(Tensor3&& x);
 
+  /// forward_borrowed on n rows at x ([n, in], row-major, any order of positions): y [n, out],
+  /// x borrowed for backward as there. For a caller that keeps its activations in another layout
+  /// than [B, T, in] (a recurrent layer's time-major states). x has no shape to check: throws
+  /// only ShapeError from check_parameters.
+  Tensor2 forward_borrowed_rows(const float* x, std::size_t n);
+  /// backward on raw rows: dy [n, out] at dy, for the n rows of the last forward, writes dx
+  /// [n, in] to dx and adds the parameter gradients. Throws std::logic_error before a forward,
+  /// ShapeError if n differs from the last forward's rows.
+  void backward_rows_into(const float* dy, std::size_t n, float* dx);
+
   /// Copies parameters and the input cache (copied or taken over); see forward_borrowed for a
   /// borrowed input.
   Linear(const Linear& other);

@@ -73,6 +73,13 @@ class LSTM : public RecurrentBase {
   // collect_parameters.
 
  private:
+  // forward after begin_forward (states checked; nullptr: zeros), backward after begin_backward
+  // (the output gradient in hidden_grad(L-1)); the finish_* calls are the caller's.
+  void forward_steps(const Tensor3* h0, const Tensor3* c0);
+  void backward_steps(const Tensor3* dh_n, const Tensor3* dc_n);
+  void run_forward_steps() override { forward_steps(nullptr, nullptr); }
+  void run_backward_steps() override { backward_steps(nullptr, nullptr); }
+
   /// Forward caches of one layer, time-major (h_0..h_T are RecurrentBase::hs_).
   struct LayerCache {
     Tensor3 cs;     // [T+1, B, H]: cs[0] = c0, cs[t+1] = c_t

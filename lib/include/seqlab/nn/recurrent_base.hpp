@@ -48,6 +48,26 @@ class RecurrentBase : public Module {
   /// weight_ih_l{k}, weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k} for k = 0..L-1 (state_dict order).
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) override;
 
+  /// The layer's forward and backward with the output side time-major, for a consumer that maps
+  /// every position alone (a per-position head) and so needs no batch-first copy of the states:
+  ///   forward_time_major(x): forward(x) with zero initial states (x [B, T, D], checked as there),
+  ///     returning nothing; output_time_major() then points at the last layer's h_1..h_T as
+  ///     [T·B, H] rows (row t·B + b), valid until the next forward.
+  ///   output_grad_time_major(): the [T·B, H] buffer (rows as above) into which the caller writes
+  ///     dL/d(out), every element (it holds scratch of the last backward); it also forgets the
+  ///     last backward (hidden_grad_norms and initial_state_grad throw until the next one). Then
+  ///     backward_time_major() returns dx [B, T, D] and stores the gradients as backward(dy)
+  ///     does, with zero final-state gradients; once per output_grad_time_major call.
+  /// The same values as forward(x) and backward(dy) with dy[b, t] = row t·B + b: only the two
+  /// [B, T, H] reorders are left out. Each throws std::logic_error "<name>.<what>: no forward has
+  /// run" before a forward (output_time_major, output_grad_time_major, backward_time_major), and
+  /// backward_time_major "<name>.backward_time_major: call output_grad_time_major and fill it
+  /// first" when the buffer was not handed out since the last forward or backward.
+  void forward_time_major(const Tensor3& x);
+  const float* output_time_major() const;
+  float* output_grad_time_major();
+  Tensor3 backward_time_major();
+
  protected:
   /// `name` ("RNN", "GRU", "LSTM") starts every error message. Creates the parameters of every
   /// layer, in state_dict order, each drawn from U(-1/sqrt(H), 1/sqrt(H)) in that order (PyTorch's
@@ -123,6 +143,12 @@ class RecurrentBase : public Module {
   void backward_affine(std::size_t k, const float* dgi, const float* dgh);
   /// dx [B, T, D] = dL/dx, batch-first; marks the backward as done.
   Tensor3 finish_backward();
+  /// Sizes the backward buffers for the B, T of the last forward (hidden_grad among them).
+  void size_backward_buffers();
+  /// The layer's forward_steps with zero initial states / backward_steps with zero final-state
+  /// gradients (the time-major entry points above).
+  virtual void run_forward_steps() = 0;
+  virtual void run_backward_steps() = 0;
 
   /// Throws std::logic_error "<name>.<what>: no forward has run" / "...: no backward has run".
   void require_forward(const char* what) const;
@@ -146,6 +172,7 @@ class RecurrentBase : public Module {
   Tensor1 bias_sum_;    // [G] b_ih + b_hh of the layer being projected
   Tensor2 whh_t_;       // [H, G] W_hhᵀ of the layer being stepped through (weight_hh_transposed)
   bool has_backward_ = false;
+  bool grad_handed_out_ = false;  // output_grad_time_major ran since the last forward or backward
   Tensor3 dh_a_, dh_b_; // [T, B, H]: hidden_grad(k) for L-1-k even / odd
   Tensor3 dx_tm_;       // [T, B, D]: dL/dx time-major
   Tensor1 dbias_;       // [2G]: one step's bias-gradient sums, rows db_ih, db_hh

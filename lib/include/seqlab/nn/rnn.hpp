@@ -76,6 +76,13 @@ class RNN : public RecurrentBase {
   // collect_parameters.
 
  private:
+  // forward after begin_forward (states checked; nullptr: zeros), backward after begin_backward
+  // (the output gradient in hidden_grad(L-1)); the finish_* calls are the caller's.
+  void forward_steps(const Tensor3* h0);
+  void backward_steps(const Tensor3* dh_n);
+  void run_forward_steps() override { forward_steps(nullptr); }
+  void run_backward_steps() override { backward_steps(nullptr); }
+
   Nonlinearity nonlinearity_;
   Tensor3 final_;  // [L, B, H]
   Tensor3 dh0_;    // [L, B, H]
