@@ -53,16 +53,4 @@ inline void narrow_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N
 #endif
 }
 
-/// C[M, N] = op(A) · op(B) + beta · C (alpha 1) in head_gemm's tiles, of the lane width that
-/// suits N: narrow_gemm's 8-lane ones for N <= kNarrowWidth, head_gemm's full-width ones (16
-/// lanes under AVX-512) above. For products with a narrow inner dimension or few rows of C (a
-/// small embedding's projection, a head over few classes) whose N may be wide. The same bits
-/// either way: one FMA chain per element. gemm without a SIMD architecture.
-inline void tile_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, const float* A,
-                      std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc,
-                      std::vector<float>& panel) {
-  if (N <= kNarrowWidth) narrow_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc, panel);
-  else head_gemm(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc, panel);
-}
-
 }  // namespace seqlab::detail
