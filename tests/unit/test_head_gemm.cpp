@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "../../lib/src/nn/head_gemm.hpp"
-#include "../../lib/src/nn/narrow_gemm.hpp"
 #include "seqlab/core/rng.hpp"
 
 using namespace seqlab;
@@ -74,33 +73,3 @@ TEST_CASE("head_gemm matches a double reference for every transpose, tile remain
     }
   }
 }
-
-TEST_CASE("narrow_gemm's 8-lane tiles and head_gemm's full-width tiles give the same bits", "[nn][gemm]") {
-  // Linear's narrow head (linear.cpp) picks between them by its input width; each output element
-  // is one FMA chain over k in order in both, so the choice must not change a bit. Shapes of a
-  // head over 10 classes on 116 hidden units: dx = dy W (K = 10) and dW += dyᵀ x (K over two
-  // kHeadKC blocks, beta = 1), with row counts that leave partial tiles.
-  Rng rng(4);
-  struct Shape {
-    bool trans_a;
-    std::size_t M, N, K;
-    float beta;
-  };
-  for (const Shape sh : {Shape{false, 37, 116, 10, 0.0f}, Shape{true, 10, 116, 600, 1.0f}, Shape{false, 5, 33, 7, 1.0f}}) {
-    INFO("trans_a " << sh.trans_a << " M " << sh.M << " N " << sh.N << " K " << sh.K);
-    std::vector<float> A(sh.M * sh.K), B(sh.K * sh.N), C0(sh.M * sh.N);
-    for (auto* v : {&A, &B, &C0})
-      for (float& x : *v) x = rng.normal(0.0f, 1.0f);
-    std::vector<float> c_narrow = C0, c_head = C0, panel;
-    const std::size_t lda = sh.trans_a ? sh.M : sh.K;
-    detail::narrow_gemm(sh.trans_a, false, sh.M, sh.N, sh.K, A.data(), lda, B.data(), sh.N, sh.beta, c_narrow.data(),
-                        sh.N, panel);
-    detail::head_gemm(sh.trans_a, false, sh.M, sh.N, sh.K, 1.0f, A.data(), lda, B.data(), sh.N, sh.beta, c_head.data(),
-                      sh.N, panel);
-    std::size_t differ = 0;
-    for (std::size_t i = 0; i < c_head.size(); ++i) differ += c_head[i] != c_narrow[i];
-    CHECK(differ == 0);
-    CHECK(c_head != C0);
-  }
-}
-

@@ -69,25 +69,15 @@ void Linear::forward_rows(const float* x, std::size_t n, float* y) const {
 // Reverse of forward_rows, with x the cached input.
 void Linear::backward_rows(const float* dy, std::size_t n, float* dx, bool bias_grad_added) {
   if (out_ <= detail::kNarrowWidth) {  // few outputs (a head over few classes): narrow_gemm.hpp
-    // Both products below have in_ output columns, narrow only when in_ is: then the 8-lane
-    // tiles of narrow_gemm, else head_gemm's full-width ones (16 lanes under AVX-512, half the
-    // FMAs per column). The same bits either way: one FMA chain per element (head_gemm.hpp).
-    const bool narrow_out = in_ <= detail::kNarrowWidth;
-    const auto product = [narrow_out](bool trans_a, std::size_t M, std::size_t N, std::size_t K, const float* A,
-                                      std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
-                                      std::size_t ldc, std::vector<float>& panel) {
-      if (narrow_out) detail::narrow_gemm(trans_a, false, M, N, K, A, lda, B, ldb, beta, C, ldc, panel);
-      else detail::head_gemm(trans_a, false, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc, panel);
-    };
     // dx[n, in] = dy[n, out] · W[out, in], rows over the thread budget (inner dimension out)
     for_gemm_rows(n, in_, out_, [&](std::size_t r0, std::size_t r1) {
       std::vector<float> panel;
-      product(false, r1 - r0, in_, out_, dy + r0 * out_, out_, weight.value.data(), in_, 0.0f, dx + r0 * in_, in_,
-              panel);
+      detail::narrow_gemm(false, false, r1 - r0, in_, out_, dy + r0 * out_, out_, weight.value.data(), in_,
+                          0.0f, dx + r0 * in_, in_, panel);
     });
     // dW[out, in] += dyᵀ[out, n] · x[n, in] (out rows)
     std::vector<float> panel;
-    product(true, out_, in_, n, dy, out_, input(), in_, 1.0f, weight.grad.data(), in_, panel);
+    detail::narrow_gemm(true, false, out_, in_, n, dy, out_, input(), in_, 1.0f, weight.grad.data(), in_, panel);
   } else {
     // y = x Wᵀ  ->  dx[n, in] = dy[n, out] · W[out, in]
     gemm_split_rows(false, false, n, in_, out_, 1.0f, dy, out_, weight.value.data(), in_, 0.0f, dx, in_);
