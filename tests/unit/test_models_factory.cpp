@@ -702,20 +702,15 @@ template <class Layer>
 void check_against_parts(const std::string& family, std::size_t L, std::size_t B, float dropout, bool eval,
                          int backwards) {
   INFO(family << " L=" << L << " B=" << B << " dropout=" << dropout << " eval=" << eval << " backwards=" << backwards);
-  ModelConfig c;
-  c.model = family;
-  c.input = "linear";
-  c.input_size = 4;
-  c.embedding_dim = 0;
-  c.hidden_size = 9;
+  ModelConfig c = tiny(family, "linear", "per_position", 0);
   c.num_layers = L;
-  c.output_size = 5;
   c.dropout = dropout;
+  const std::size_t D = c.input_size, H = c.hidden_size, O = c.output_size;
   Rng rng(5);
   auto m = make_model(c, rng);
   if (eval) m->set_training(false);
-  Layer layer(4, 9, L, rng);
-  Linear head(9, 5, rng);
+  Layer layer(D, H, L, rng);
+  Linear head(H, O, rng);
   const auto named = m->named_parameters();
   std::vector<NamedParameter> lp;
   layer.collect_parameters("", lp);
@@ -724,10 +719,7 @@ void check_against_parts(const std::string& family, std::size_t L, std::size_t B
   head.weight.value = named[lp.size()].param->value;
   head.bias.value = named[lp.size() + 1].param->value;
   const std::size_t T = 6;
-  Tensor3 x({B, T, 4}), dy({B, T, 5}), other({B + 1, T + 2, 4});
-  rng.fill_normal(x, 0.0f, 1.0f);
-  rng.fill_normal(dy, 0.0f, 1.0f);
-  rng.fill_normal(other, 0.0f, 1.0f);
+  const Tensor3 x = random_x(B, T, D, rng), dy = random_x(B, T, O, rng), other = random_x(B + 1, T + 2, D, rng);
   m->forward(other);  // a forward of another shape first
   const Tensor3 y = m->forward(x);
   CHECK(count_differing(y, head.forward(layer.forward(x))) == 0);

@@ -77,7 +77,6 @@ void GRU::forward_steps(const Tensor3* h0) {
     }
     std::memcpy(final_.data() + k * BH, hs + T * BH, BH * sizeof(float));
   }
-
 }
 
 const Tensor3& GRU::final_state() const {

@@ -80,7 +80,6 @@ void LSTM::forward_steps(const Tensor3* h0, const Tensor3* c0) {
     std::memcpy(final_.h.data() + k * BH, hs + T * BH, BH * sizeof(float));
     std::memcpy(final_.c.data() + k * BH, cs + T * BH, BH * sizeof(float));
   }
-
 }
 
 const LSTMState& LSTM::final_state() const {
